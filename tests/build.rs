@@ -12,4 +12,11 @@ fn main() {
     if let Err(e) = Config::new().reflect(Emit::Always).write(&spec, &out) {
         panic!("generating the toy bindings failed: {e}");
     }
+    // Names that meet std's trait methods (tests/names/trait_names.yaml).
+    if let Err(e) = Config::new()
+        .reflect(Emit::Always)
+        .write(&PathBuf::from("names"), &out.join("names"))
+    {
+        panic!("generating the trait-name bindings failed: {e}");
+    }
 }

@@ -15,6 +15,13 @@ pub mod toy {
     include!(concat!(env!("OUT_DIR"), "/prm.rs"));
 }
 
+/// Bindings for `tests/names`: fields and members named like std's trait methods
+/// (`into`, `clone`, `try_into`, …), generated the same way.
+#[allow(missing_docs, clippy::all)]
+pub mod names {
+    include!(concat!(env!("OUT_DIR"), "/names/prm.rs"));
+}
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -133,7 +133,7 @@ impl FieldCode {
                         ArrayCount::Trailing => usize_lit(0),
                     };
                     let get_fn = if readable {
-                        quote!(#krate::__prm_accessor!(|b: &[u8], i: usize| -> u64 { #ty::new_unchecked(b).#get(i).map_or(0, u64::from) }))
+                        quote!(#krate::__prm_accessor!(|b: &[u8], i: usize| -> u64 { #ty::#get(&#ty::new_unchecked(b), i).map_or(0, u64::from) }))
                     } else {
                         quote!(None)
                     };
@@ -143,7 +143,7 @@ impl FieldCode {
                         quote!((x & #max_l) as #raw_t)
                     };
                     let set_fn = if writable {
-                        quote!(#krate::__prm_accessor!(|b: &mut [u8], i: usize, x: u64| { let _ = #ty::new_unchecked(b).#set(i, #set_back); }))
+                        quote!(#krate::__prm_accessor!(|b: &mut [u8], i: usize, x: u64| { let _ = #ty::#set(&mut #ty::new_unchecked(b), i, #set_back); }))
                     } else {
                         quote!(None)
                     };
@@ -277,7 +277,7 @@ impl FieldCode {
                         field: f,
                         parent: s,
                         runs_on: false,
-                        view: quote!(let sub = v.#get(i)?;),
+                        view: quote!(let sub = #ty::#get(&v, i)?;),
                     },
                 ));
             }

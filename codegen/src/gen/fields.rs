@@ -192,8 +192,8 @@ impl FieldCode {
                             f,
                             readable,
                             writable,
-                            quote!(u64::from(v.#get())),
-                            quote!(v.#set(x & 1 != 0)),
+                            quote!(u64::from(#ty::#get(&v))),
+                            quote!(#ty::#set(&mut v, x & 1 != 0)),
                         ));
                     }
                     FieldType::Enum(e) => {
@@ -231,8 +231,8 @@ impl FieldCode {
                             f,
                             readable,
                             writable,
-                            quote!(u64::from(v.#raw())),
-                            quote!(v.#set_raw((x & #m) as #raw_t)),
+                            quote!(u64::from(#ty::#raw(&v))),
+                            quote!(#ty::#set_raw(&mut v, (x & #m) as #raw_t)),
                         ));
                     }
                     _ => {
@@ -250,8 +250,8 @@ impl FieldCode {
                             f,
                             readable,
                             writable,
-                            quote!(u64::from(v.#get())),
-                            quote!(v.#set((x & #m) as #raw_t)),
+                            quote!(u64::from(#ty::#get(&v))),
+                            quote!(#ty::#set(&mut v, (x & #m) as #raw_t)),
                         ));
                     }
                 }
@@ -322,7 +322,7 @@ impl FieldCode {
                             if i != 0 {
                                 return None;
                             }
-                            let sub = v.#get();
+                            let sub = #ty::#get(&v);
                         },
                     },
                 ));

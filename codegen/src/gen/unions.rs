@@ -94,18 +94,21 @@ pub fn emit(ctx: &Ctx, ir: &Ir, u: &Union) -> TokenStream {
             for (i, part) in parts.iter().enumerate() {
                 let f = current.fields.iter().find(|f| f.name == *part)?;
                 let id = snake(part);
+                // Path calls, not method calls: a field named like a trait method that takes
+                // `self` (`into`) would otherwise call the trait's.
+                let cty = camel(&current.name);
                 if i + 1 == parts.len() {
                     chain = match &f.ty {
                         FieldType::Enum(_) => {
                             let raw = method("", part, "_raw");
-                            quote!(#chain.#raw())
+                            quote!(#cty::#raw(&#chain))
                         }
-                        FieldType::Uint | FieldType::Bool => quote!(#chain.#id()),
+                        FieldType::Uint | FieldType::Bool => quote!(#cty::#id(&#chain)),
                         _ => return None,
                     };
                 } else {
                     let FieldType::Struct(t) = &f.ty else { return None };
-                    chain = quote!(#chain.#id());
+                    chain = quote!(#cty::#id(&#chain));
                     current = ir.find_struct(t)?;
                 }
             }

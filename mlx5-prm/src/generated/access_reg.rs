@@ -1056,11 +1056,12 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.swid()) }
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(PaosReg::swid(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_swid((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); PaosReg::set_swid(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1072,11 +1073,12 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.local_port()) }
+                | b, _ | { let v = PaosReg::new_unchecked(b);
+                u64::from(PaosReg::local_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_local_port((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b);
+                PaosReg::set_local_port(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1094,12 +1096,12 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v
-                .admin_status_raw()) }
+                | b, _ | { let v = PaosReg::new_unchecked(b);
+                u64::from(PaosReg::admin_status_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v
-                .set_admin_status_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b);
+                PaosReg::set_admin_status_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1117,12 +1119,12 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v
-                .oper_status_raw()) }
+                | b, _ | { let v = PaosReg::new_unchecked(b);
+                u64::from(PaosReg::oper_status_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v
-                .set_oper_status_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b);
+                PaosReg::set_oper_status_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1134,11 +1136,12 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.ase()) }
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(PaosReg::ase(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_ase(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); PaosReg::set_ase(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1150,11 +1153,12 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.ee()) }
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(PaosReg::ee(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_ee(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); PaosReg::set_ee(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1166,11 +1170,12 @@ pub const PAOS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(v.e()) }
+                | b, _ | { let v = PaosReg::new_unchecked(b); u64::from(PaosReg::e(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PaosReg::new_unchecked(b); v.set_e((x & 0x3) as
-                u8); }
+                | b, _, x | { let mut v = PaosReg::new_unchecked(b); PaosReg::set_e(& mut
+                v, (x & 0x3) as u8); }
             ),
         },
     ],
@@ -1659,12 +1664,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .an_disable_admin()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::an_disable_admin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_an_disable_admin(x & 1 != 0); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_an_disable_admin(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1676,12 +1681,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .an_disable_cap()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::an_disable_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_an_disable_cap(x & 1 != 0); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_an_disable_cap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1693,11 +1698,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v.local_port()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::local_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v.set_local_port((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_local_port(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1709,11 +1715,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v.plane_ind()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::plane_ind(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v.set_plane_ind((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_plane_ind(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1725,11 +1732,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v.proto_mask()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::proto_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v.set_proto_mask((x
-                & 0x7) as u8); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_proto_mask(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1747,12 +1755,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .an_status_raw()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::an_status_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_an_status_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_an_status_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1764,12 +1772,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .data_rate_oper()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::data_rate_oper(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_data_rate_oper((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_data_rate_oper(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1781,12 +1789,13 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ext_eth_proto_capability()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ext_eth_proto_capability(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ext_eth_proto_capability((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ext_eth_proto_capability(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1798,12 +1807,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .eth_proto_capability()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::eth_proto_capability(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_eth_proto_capability((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_eth_proto_capability(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1815,12 +1824,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ib_link_width_capability()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ib_link_width_capability(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ib_link_width_capability((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ib_link_width_capability(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1832,12 +1841,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ib_proto_capability()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ib_proto_capability(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ib_proto_capability((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ib_proto_capability(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1849,12 +1858,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ext_eth_proto_admin()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ext_eth_proto_admin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ext_eth_proto_admin((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ext_eth_proto_admin(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1866,12 +1875,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .eth_proto_admin()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::eth_proto_admin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_eth_proto_admin((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_eth_proto_admin(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1883,12 +1892,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ib_link_width_admin()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ib_link_width_admin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ib_link_width_admin((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ib_link_width_admin(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1900,12 +1909,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ib_proto_admin()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ib_proto_admin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ib_proto_admin((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ib_proto_admin(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1917,12 +1926,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ext_eth_proto_oper()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ext_eth_proto_oper(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ext_eth_proto_oper((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ext_eth_proto_oper(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1934,12 +1943,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .eth_proto_oper()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::eth_proto_oper(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_eth_proto_oper((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_eth_proto_oper(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1951,12 +1960,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ib_link_width_oper()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ib_link_width_oper(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ib_link_width_oper((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ib_link_width_oper(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1968,12 +1977,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .ib_proto_oper()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::ib_proto_oper(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_ib_proto_oper((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_ib_proto_oper(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1991,12 +2000,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .connector_type_raw()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::connector_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_connector_type_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_connector_type_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2008,12 +2017,12 @@ pub const PTYS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PtysReg::new_unchecked(b); u64::from(v
-                .eth_proto_lp_advertise()) }
+                | b, _ | { let v = PtysReg::new_unchecked(b);
+                u64::from(PtysReg::eth_proto_lp_advertise(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PtysReg::new_unchecked(b); v
-                .set_eth_proto_lp_advertise((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PtysReg::new_unchecked(b);
+                PtysReg::set_eth_proto_lp_advertise(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2145,11 +2154,12 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PmtuReg::new_unchecked(b); u64::from(v.local_port()) }
+                | b, _ | { let v = PmtuReg::new_unchecked(b);
+                u64::from(PmtuReg::local_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PmtuReg::new_unchecked(b); v.set_local_port((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = PmtuReg::new_unchecked(b);
+                PmtuReg::set_local_port(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2161,11 +2171,12 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PmtuReg::new_unchecked(b); u64::from(v.max_mtu()) }
+                | b, _ | { let v = PmtuReg::new_unchecked(b);
+                u64::from(PmtuReg::max_mtu(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PmtuReg::new_unchecked(b); v.set_max_mtu((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = PmtuReg::new_unchecked(b);
+                PmtuReg::set_max_mtu(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2177,11 +2188,12 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PmtuReg::new_unchecked(b); u64::from(v.admin_mtu()) }
+                | b, _ | { let v = PmtuReg::new_unchecked(b);
+                u64::from(PmtuReg::admin_mtu(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PmtuReg::new_unchecked(b); v.set_admin_mtu((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = PmtuReg::new_unchecked(b);
+                PmtuReg::set_admin_mtu(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2193,11 +2205,12 @@ pub const PMTU_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PmtuReg::new_unchecked(b); u64::from(v.oper_mtu()) }
+                | b, _ | { let v = PmtuReg::new_unchecked(b);
+                u64::from(PmtuReg::oper_mtu(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PmtuReg::new_unchecked(b); v.set_oper_mtu((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = PmtuReg::new_unchecked(b);
+                PmtuReg::set_oper_mtu(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -2430,11 +2443,12 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.swid()) }
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(PpcntReg::swid(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_swid((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b);
+                PpcntReg::set_swid(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2446,12 +2460,12 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.local_port())
-                }
+                | b, _ | { let v = PpcntReg::new_unchecked(b);
+                u64::from(PpcntReg::local_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_local_port((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b);
+                PpcntReg::set_local_port(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2463,11 +2477,12 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.pnat()) }
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(PpcntReg::pnat(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_pnat((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b);
+                PpcntReg::set_pnat(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2485,11 +2500,12 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.grp_raw()) }
+                | b, _ | { let v = PpcntReg::new_unchecked(b);
+                u64::from(PpcntReg::grp_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_grp_raw((x &
-                0x3f) as u8); }
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b);
+                PpcntReg::set_grp_raw(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2501,11 +2517,12 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.clr()) }
+                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(PpcntReg::clr(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_clr(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); PpcntReg::set_clr(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2517,11 +2534,12 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.plane_ind()) }
+                | b, _ | { let v = PpcntReg::new_unchecked(b);
+                u64::from(PpcntReg::plane_ind(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_plane_ind((x
-                & 0xf) as u8); }
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b);
+                PpcntReg::set_plane_ind(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2533,11 +2551,12 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpcntReg::new_unchecked(b); u64::from(v.prio_tc()) }
+                | b, _ | { let v = PpcntReg::new_unchecked(b);
+                u64::from(PpcntReg::prio_tc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpcntReg::new_unchecked(b); v.set_prio_tc((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = PpcntReg::new_unchecked(b);
+                PpcntReg::set_prio_tc(& mut v, (x & 0x1f) as u8); }
             ),
         },
     ],
@@ -2557,8 +2576,8 @@ pub const PPCNT_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 256 { return
                 None; } let v = PpcntReg::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.counter_set(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = PpcntReg::counter_set(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2752,11 +2771,12 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.l()) }
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(MciaReg::l(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_l(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); MciaReg::set_l(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2768,11 +2788,12 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.module()) }
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(MciaReg::module(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_module((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b);
+                MciaReg::set_module(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2784,11 +2805,12 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(MciaReg::status(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b);
+                MciaReg::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2800,12 +2822,12 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v
-                .i2c_device_address()) }
+                | b, _ | { let v = MciaReg::new_unchecked(b);
+                u64::from(MciaReg::i2c_device_address(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v
-                .set_i2c_device_address((x & 0xff) as u8); }
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b);
+                MciaReg::set_i2c_device_address(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2817,12 +2839,12 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.page_number())
-                }
+                | b, _ | { let v = MciaReg::new_unchecked(b);
+                u64::from(MciaReg::page_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_page_number((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b);
+                MciaReg::set_page_number(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2834,12 +2856,12 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v
-                .device_address()) }
+                | b, _ | { let v = MciaReg::new_unchecked(b);
+                u64::from(MciaReg::device_address(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v
-                .set_device_address((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b);
+                MciaReg::set_device_address(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2851,11 +2873,12 @@ pub const MCIA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(v.size()) }
+                | b, _ | { let v = MciaReg::new_unchecked(b); u64::from(MciaReg::size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MciaReg::new_unchecked(b); v.set_size((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = MciaReg::new_unchecked(b); MciaReg::set_size(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3736,11 +3759,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v.local_port()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::local_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v.set_local_port((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_local_port(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3752,12 +3776,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .port_profile_mode()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::port_profile_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_port_profile_mode((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_port_profile_mode(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3769,12 +3793,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .static_port_profile()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::static_port_profile(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_static_port_profile((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_static_port_profile(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3786,12 +3810,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .active_port_profile()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::active_port_profile(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_active_port_profile((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_active_port_profile(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3803,12 +3827,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .retransmission_active()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::retransmission_active(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_retransmission_active((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_retransmission_active(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3820,12 +3844,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_mode_active()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_mode_active(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_mode_active((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_mode_active(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3837,12 +3861,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .rs_fec_correction_bypass_cap()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::rs_fec_correction_bypass_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_rs_fec_correction_bypass_cap((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_rs_fec_correction_bypass_cap(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3854,12 +3878,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_56g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_56g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_56g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_56g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3871,12 +3895,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_100g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_100g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_100g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_100g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3888,12 +3912,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_50g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_50g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_50g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_50g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3905,12 +3929,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_25g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_25g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_25g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_25g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3922,12 +3946,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_10g_40g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_10g_40g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_10g_40g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_10g_40g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3939,12 +3963,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .rs_fec_correction_bypass_admin()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::rs_fec_correction_bypass_admin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_rs_fec_correction_bypass_admin((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_rs_fec_correction_bypass_admin(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3956,12 +3980,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_56g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_56g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_56g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_56g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3973,12 +3997,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_100g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_100g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_100g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_100g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3990,12 +4014,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_50g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_50g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_50g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_50g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4007,12 +4031,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_25g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_25g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_25g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_25g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4024,12 +4048,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_10g_40g()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_10g_40g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_10g_40g((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_10g_40g(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4041,12 +4065,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_400g_8x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_400g_8x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_400g_8x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_400g_8x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4058,12 +4082,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_200g_4x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_200g_4x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_200g_4x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_200g_4x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4075,12 +4099,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_100g_2x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_100g_2x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_100g_2x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_100g_2x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4092,12 +4116,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_50g_1x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_50g_1x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_50g_1x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_50g_1x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4109,12 +4133,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_400g_8x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_400g_8x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_400g_8x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_400g_8x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4126,12 +4150,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_200g_4x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_200g_4x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_200g_4x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_200g_4x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4143,12 +4167,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_100g_2x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_100g_2x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_100g_2x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_100g_2x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4160,12 +4184,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_50g_1x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_50g_1x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_50g_1x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_50g_1x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4177,12 +4201,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_800g_8x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_800g_8x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_800g_8x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_800g_8x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4194,12 +4218,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_400g_4x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_400g_4x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_400g_4x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_400g_4x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4211,12 +4235,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_200g_2x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_200g_2x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_200g_2x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_200g_2x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4228,12 +4252,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_cap_100g_1x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_cap_100g_1x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_cap_100g_1x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_cap_100g_1x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4245,12 +4269,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_800g_8x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_800g_8x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_800g_8x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_800g_8x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4262,12 +4286,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_400g_4x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_400g_4x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_400g_4x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_400g_4x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4279,12 +4303,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_200g_2x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_200g_2x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_200g_2x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_200g_2x(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4296,12 +4320,12 @@ pub const PPLM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PplmReg::new_unchecked(b); u64::from(v
-                .fec_override_admin_100g_1x()) }
+                | b, _ | { let v = PplmReg::new_unchecked(b);
+                u64::from(PplmReg::fec_override_admin_100g_1x(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PplmReg::new_unchecked(b); v
-                .set_fec_override_admin_100g_1x((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PplmReg::new_unchecked(b);
+                PplmReg::set_fec_override_admin_100g_1x(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],

@@ -916,12 +916,12 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b);
+                u64::from(QueryHcaCapIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b);
+                QueryHcaCapIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -933,12 +933,12 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b);
+                u64::from(QueryHcaCapIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b);
+                QueryHcaCapIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -950,12 +950,12 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v
-                .other_function()) }
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b);
+                u64::from(QueryHcaCapIn::other_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
-                .set_other_function(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b);
+                QueryHcaCapIn::set_other_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -967,12 +967,12 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v
-                .ec_vf_function()) }
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b);
+                u64::from(QueryHcaCapIn::ec_vf_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
-                .set_ec_vf_function(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b);
+                QueryHcaCapIn::set_ec_vf_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -984,12 +984,12 @@ pub const QUERY_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b); u64::from(v
-                .function_id()) }
+                | b, _ | { let v = QueryHcaCapIn::new_unchecked(b);
+                u64::from(QueryHcaCapIn::function_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b); v
-                .set_function_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryHcaCapIn::new_unchecked(b);
+                QueryHcaCapIn::set_function_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1097,12 +1097,12 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryHcaCapOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QueryHcaCapOut::new_unchecked(b);
+                u64::from(QueryHcaCapOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryHcaCapOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryHcaCapOut::new_unchecked(b);
+                QueryHcaCapOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1114,12 +1114,12 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryHcaCapOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryHcaCapOut::new_unchecked(b);
+                u64::from(QueryHcaCapOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryHcaCapOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryHcaCapOut::new_unchecked(b);
+                QueryHcaCapOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1137,8 +1137,8 @@ pub const QUERY_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4112 {
                 return None; } let v = QueryHcaCapOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.capability(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryHcaCapOut::capability(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -7442,12 +7442,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .page_request_disable()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::page_request_disable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_page_request_disable(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_page_request_disable(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7459,12 +7459,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .shared_object_to_user_object_allowed()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::shared_object_to_user_object_allowed(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_shared_object_to_user_object_allowed(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_shared_object_to_user_object_allowed(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7476,12 +7477,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vhca_resource_manager()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vhca_resource_manager(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vhca_resource_manager(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vhca_resource_manager(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7493,12 +7494,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.hca_cap_2())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::hca_cap_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_hca_cap_2(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_hca_cap_2(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7510,12 +7511,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .create_lag_when_not_master_up()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::create_lag_when_not_master_up(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_create_lag_when_not_master_up(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_create_lag_when_not_master_up(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7527,11 +7528,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.dtor()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::dtor(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_dtor(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_dtor(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7543,12 +7545,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .event_on_vhca_state_teardown_request()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::event_on_vhca_state_teardown_request(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_event_on_vhca_state_teardown_request(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_event_on_vhca_state_teardown_request(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7560,12 +7563,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .event_on_vhca_state_in_use()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::event_on_vhca_state_in_use(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_event_on_vhca_state_in_use(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_event_on_vhca_state_in_use(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7577,12 +7580,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .event_on_vhca_state_active()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::event_on_vhca_state_active(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_event_on_vhca_state_active(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_event_on_vhca_state_active(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7594,12 +7597,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .event_on_vhca_state_allocated()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::event_on_vhca_state_allocated(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_event_on_vhca_state_allocated(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_event_on_vhca_state_allocated(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7611,12 +7614,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .event_on_vhca_state_invalid()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::event_on_vhca_state_invalid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_event_on_vhca_state_invalid(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_event_on_vhca_state_invalid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7628,11 +7631,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.vhca_id()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vhca_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_vhca_id((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vhca_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7644,12 +7648,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_srq_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_srq_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_srq_sz((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_srq_sz(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7661,12 +7665,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_qp_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_qp_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_qp_sz((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_qp_sz(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7678,12 +7682,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.event_cap())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::event_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_event_cap(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_event_cap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7695,12 +7699,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .isolate_vl_tc_new()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::isolate_vl_tc_new(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_isolate_vl_tc_new(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_isolate_vl_tc_new(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7712,12 +7716,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .prio_tag_required()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::prio_tag_required(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_prio_tag_required(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_prio_tag_required(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7729,12 +7733,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_qp())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_qp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_qp((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_qp(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7746,12 +7750,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .ece_support()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ece_support(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_ece_support(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ece_support(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7763,12 +7767,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .reg_c_preserve()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::reg_c_preserve(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_reg_c_preserve(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_reg_c_preserve(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7780,12 +7784,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_srq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_srq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_srq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_srq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7797,12 +7801,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .uplink_follow()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::uplink_follow(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_uplink_follow(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_uplink_follow(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7814,12 +7818,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .ts_cqe_to_dest_cqn()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ts_cqe_to_dest_cqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_ts_cqe_to_dest_cqn(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ts_cqe_to_dest_cqn(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7831,12 +7835,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.go_back_n())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::go_back_n(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_go_back_n(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_go_back_n(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7848,12 +7852,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_sgl_for_optimized_performance()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_sgl_for_optimized_performance(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_sgl_for_optimized_performance((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_sgl_for_optimized_performance(& mut v, (x & 0xff) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7865,12 +7870,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_cq_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_cq_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_cq_sz((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_cq_sz(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7882,12 +7887,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .relaxed_ordering_write_umr()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::relaxed_ordering_write_umr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_relaxed_ordering_write_umr(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_relaxed_ordering_write_umr(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7899,12 +7904,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .relaxed_ordering_read_umr()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::relaxed_ordering_read_umr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_relaxed_ordering_read_umr(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_relaxed_ordering_read_umr(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7916,12 +7921,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .virtio_net_device_emualtion_manager()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::virtio_net_device_emualtion_manager(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_virtio_net_device_emualtion_manager(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_virtio_net_device_emualtion_manager(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7933,12 +7939,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .virtio_blk_device_emualtion_manager()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::virtio_blk_device_emualtion_manager(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_virtio_blk_device_emualtion_manager(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_virtio_blk_device_emualtion_manager(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7950,12 +7957,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_cq())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_cq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_cq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_cq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7967,12 +7974,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_eq_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_eq_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_eq_sz((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_eq_sz(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7984,12 +7991,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .relaxed_ordering_write()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::relaxed_ordering_write(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_relaxed_ordering_write(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_relaxed_ordering_write(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8001,12 +8008,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .relaxed_ordering_read_pci_enabled()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::relaxed_ordering_read_pci_enabled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_relaxed_ordering_read_pci_enabled(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_relaxed_ordering_read_pci_enabled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8018,12 +8025,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_mkey()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_mkey((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_mkey(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8035,12 +8042,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .terminate_scatter_list_mkey()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::terminate_scatter_list_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_terminate_scatter_list_mkey(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_terminate_scatter_list_mkey(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8052,12 +8059,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .repeated_mkey()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::repeated_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_repeated_mkey(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_repeated_mkey(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8069,12 +8076,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .dump_fill_mkey()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::dump_fill_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_dump_fill_mkey(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_dump_fill_mkey(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8086,12 +8093,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .fast_teardown()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::fast_teardown(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_fast_teardown(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_fast_teardown(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8103,12 +8110,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_eq())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_eq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_eq((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_eq(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8120,12 +8127,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_indirection()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_indirection(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_indirection((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_indirection(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8137,12 +8144,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .fixed_buffer_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::fixed_buffer_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_fixed_buffer_size(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_fixed_buffer_size(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8154,12 +8161,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_mrw_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_mrw_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_mrw_sz((x & 0x7f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_mrw_sz(& mut v, (x & 0x7f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8171,12 +8178,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .force_teardown()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::force_teardown(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_force_teardown(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_force_teardown(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8188,12 +8195,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_bsf_list_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_bsf_list_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_bsf_list_size((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_bsf_list_size(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8205,12 +8212,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .umr_extended_translation_offset()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::umr_extended_translation_offset(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_umr_extended_translation_offset(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_umr_extended_translation_offset(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8222,12 +8229,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.null_mkey())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::null_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_null_mkey(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_null_mkey(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8239,12 +8246,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_klm_list_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_klm_list_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_klm_list_size((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_klm_list_size(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8256,12 +8263,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .qpc_extension()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::qpc_extension(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_qpc_extension(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_qpc_extension(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8273,12 +8280,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_ra_req_dc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_ra_req_dc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_ra_req_dc((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_ra_req_dc(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8290,12 +8297,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .eth_wqe_too_small()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::eth_wqe_too_small(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_eth_wqe_too_small(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_eth_wqe_too_small(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8307,12 +8314,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vnic_env_cq_overrun()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vnic_env_cq_overrun(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vnic_env_cq_overrun(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vnic_env_cq_overrun(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8324,12 +8331,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_ra_res_dc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_ra_res_dc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_ra_res_dc((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_ra_res_dc(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8341,12 +8348,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .release_all_pages()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::release_all_pages(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_release_all_pages(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_release_all_pages(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8358,12 +8365,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .must_not_use()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::must_not_use(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_must_not_use(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_must_not_use(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8375,12 +8382,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.roce_accl())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::roce_accl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_roce_accl(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_roce_accl(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8392,12 +8399,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_ra_req_qp()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_ra_req_qp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_ra_req_qp((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_ra_req_qp(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8409,12 +8416,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_ra_res_qp()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_ra_res_qp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_ra_res_qp((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_ra_res_qp(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8426,11 +8433,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.end_pad()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::end_pad(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_end_pad(x &
-                1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_end_pad(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8442,12 +8450,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cc_query_allowed()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cc_query_allowed(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cc_query_allowed(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cc_query_allowed(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8459,12 +8467,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cc_modify_allowed()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cc_modify_allowed(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cc_modify_allowed(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cc_modify_allowed(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8476,12 +8484,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.start_pad())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::start_pad(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_start_pad(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_start_pad(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8493,12 +8501,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cache_line_128byte()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cache_line_128byte(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cache_line_128byte(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cache_line_128byte(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8510,12 +8518,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .rts2rts_qp_counters_set_id()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::rts2rts_qp_counters_set_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_rts2rts_qp_counters_set_id(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rts2rts_qp_counters_set_id(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8527,12 +8535,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vnic_env_int_rq_oob()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vnic_env_int_rq_oob(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vnic_env_int_rq_oob(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vnic_env_int_rq_oob(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8544,12 +8552,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sbcam_reg())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::sbcam_reg(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_sbcam_reg(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sbcam_reg(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8561,11 +8569,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.qcam_reg()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::qcam_reg(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_qcam_reg(x &
-                1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_qcam_reg(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8583,12 +8592,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .gid_table_size_raw()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::gid_table_size_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_gid_table_size_raw((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_gid_table_size_raw(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8600,12 +8609,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .out_of_seq_cnt()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::out_of_seq_cnt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_out_of_seq_cnt(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_out_of_seq_cnt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8617,12 +8626,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vport_counters()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vport_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vport_counters(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vport_counters(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8634,12 +8643,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .retransmission_q_counters()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::retransmission_q_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_retransmission_q_counters(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_retransmission_q_counters(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8651,11 +8660,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.debug()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::debug(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_debug(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_debug(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8667,12 +8677,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .modify_rq_counter_set_id()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::modify_rq_counter_set_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_modify_rq_counter_set_id(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_modify_rq_counter_set_id(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8684,12 +8694,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .rq_delay_drop()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::rq_delay_drop(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_rq_delay_drop(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rq_delay_drop(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8701,12 +8711,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.max_qp_cnt())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_qp_cnt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_qp_cnt((x & 0x3ff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_qp_cnt(& mut v, (x & 0x3ff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8724,12 +8734,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .pkey_table_size_raw()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pkey_table_size_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_pkey_table_size_raw((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pkey_table_size_raw(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8741,12 +8751,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vport_group_manager()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vport_group_manager(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vport_group_manager(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vport_group_manager(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8758,12 +8768,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vhca_group_manager()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vhca_group_manager(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vhca_group_manager(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vhca_group_manager(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8775,11 +8785,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.ib_virt()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ib_virt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_ib_virt(x &
-                1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ib_virt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8791,11 +8802,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.eth_virt()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::eth_virt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_eth_virt(x &
-                1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_eth_virt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8807,12 +8819,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vnic_env_queue_counters()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vnic_env_queue_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vnic_env_queue_counters(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vnic_env_queue_counters(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8824,11 +8836,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.ets()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ets(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_ets(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ets(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8840,12 +8853,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .nic_flow_table()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::nic_flow_table(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_nic_flow_table(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_nic_flow_table(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8857,12 +8870,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .eswitch_manager()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::eswitch_manager(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_eswitch_manager(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_eswitch_manager(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8874,12 +8887,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .device_memory()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::device_memory(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_device_memory(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_device_memory(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8891,11 +8904,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.mcam_reg()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::mcam_reg(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_mcam_reg(x &
-                1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_mcam_reg(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8907,11 +8921,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pcam_reg()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pcam_reg(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pcam_reg(x &
-                1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pcam_reg(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8923,12 +8938,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .local_ca_ack_delay()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::local_ca_ack_delay(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_local_ca_ack_delay((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_local_ca_ack_delay(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8940,12 +8955,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .port_module_event()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::port_module_event(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_port_module_event(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_port_module_event(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8957,12 +8972,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .enhanced_error_q_counters()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::enhanced_error_q_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_enhanced_error_q_counters(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_enhanced_error_q_counters(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8974,12 +8989,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .ports_check()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ports_check(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_ports_check(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ports_check(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8991,12 +9006,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .disable_link_up()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::disable_link_up(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_disable_link_up(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_disable_link_up(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9008,12 +9023,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.beacon_led())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::beacon_led(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_beacon_led(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_beacon_led(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9031,12 +9046,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .port_type_raw()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::port_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_port_type_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_port_type_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9048,12 +9063,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.num_ports())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::num_ports(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_num_ports((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_num_ports(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9065,11 +9080,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pps()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pps(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pps(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pps(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9081,12 +9097,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pps_modify())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pps_modify(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pps_modify(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pps_modify(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9098,12 +9114,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_msg()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_msg(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_msg((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_msg(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9115,11 +9131,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.max_tc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_tc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_max_tc((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_tc(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9131,12 +9148,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .temp_warn_event()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::temp_warn_event(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_temp_warn_event(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_temp_warn_event(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9148,11 +9165,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.dcbx()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::dcbx(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_dcbx(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_dcbx(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9164,12 +9182,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .general_notification_event()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::general_notification_event(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_general_notification_event(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_general_notification_event(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9181,11 +9199,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.fpga()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::fpga(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_fpga(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_fpga(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9197,11 +9216,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.rol_s()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::rol_s(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_rol_s(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rol_s(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9213,11 +9233,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.rol_g()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::rol_g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_rol_g(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rol_g(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9229,11 +9250,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_s()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wol_s(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_s(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wol_s(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9245,11 +9267,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_g()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wol_g(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_g(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wol_g(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9261,11 +9284,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_a()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wol_a(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_a(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wol_a(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9277,11 +9301,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_b()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wol_b(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_b(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wol_b(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9293,11 +9318,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_m()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wol_m(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_m(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wol_m(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9309,11 +9335,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_u()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wol_u(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_u(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wol_u(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9325,11 +9352,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.wol_p()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wol_p(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_wol_p(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wol_p(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9341,12 +9369,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .stat_rate_support()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::stat_rate_support(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_stat_rate_support((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_stat_rate_support(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9358,12 +9386,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .pci_sync_for_fw_update_event()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pci_sync_for_fw_update_event(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_pci_sync_for_fw_update_event(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pci_sync_for_fw_update_event(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9375,12 +9403,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .init2_lag_tx_port_affinity()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::init2_lag_tx_port_affinity(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_init2_lag_tx_port_affinity(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_init2_lag_tx_port_affinity(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9392,12 +9420,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .wqe_based_flow_table_update_cap()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wqe_based_flow_table_update_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_wqe_based_flow_table_update_cap(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wqe_based_flow_table_update_cap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9409,12 +9437,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cqe_version()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cqe_version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cqe_version((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cqe_version(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9426,12 +9454,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .compact_address_vector()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::compact_address_vector(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_compact_address_vector(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_compact_address_vector(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9443,12 +9471,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .striding_rq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::striding_rq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_striding_rq(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_striding_rq(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9460,12 +9488,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .ipoib_enhanced_offloads()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ipoib_enhanced_offloads(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_ipoib_enhanced_offloads(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ipoib_enhanced_offloads(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9477,12 +9505,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .ipoib_basic_offloads()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ipoib_basic_offloads(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_ipoib_basic_offloads(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ipoib_basic_offloads(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9494,12 +9522,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .repeated_block_disabled()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::repeated_block_disabled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_repeated_block_disabled(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_repeated_block_disabled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9511,12 +9539,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .umr_modify_entity_size_disabled()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::umr_modify_entity_size_disabled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_umr_modify_entity_size_disabled(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_umr_modify_entity_size_disabled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9528,12 +9556,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .umr_modify_atomic_disabled()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::umr_modify_atomic_disabled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_umr_modify_atomic_disabled(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_umr_modify_atomic_disabled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9545,12 +9573,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .umr_indirect_mkey_disabled()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::umr_indirect_mkey_disabled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_umr_indirect_mkey_disabled(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_umr_indirect_mkey_disabled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9568,12 +9596,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .umr_fence_raw()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::umr_fence_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_umr_fence_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_umr_fence_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9585,12 +9613,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .dc_req_scat_data_cqe()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::dc_req_scat_data_cqe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_dc_req_scat_data_cqe(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_dc_req_scat_data_cqe(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9602,12 +9630,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .drain_sigerr()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::drain_sigerr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_drain_sigerr(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_drain_sigerr(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9625,12 +9653,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cmdif_checksum_raw()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cmdif_checksum_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cmdif_checksum_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cmdif_checksum_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9642,12 +9670,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sigerr_cqe())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::sigerr_cqe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_sigerr_cqe(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sigerr_cqe(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9659,12 +9687,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .wq_signature()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::wq_signature(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_wq_signature(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_wq_signature(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9676,12 +9704,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .sctr_data_cqe()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::sctr_data_cqe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_sctr_data_cqe(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sctr_data_cqe(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9693,11 +9721,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sho()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::sho(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_sho(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sho(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9709,11 +9738,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.tph()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::tph(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_tph(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_tph(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9725,11 +9755,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.rf()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(CmdHcaCap::rf(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_rf(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rf(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9741,11 +9772,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.dct()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::dct(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_dct(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_dct(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9757,11 +9789,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.qos()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::qos(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_qos(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_qos(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9773,12 +9806,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .eth_net_offloads()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::eth_net_offloads(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_eth_net_offloads(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_eth_net_offloads(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9790,11 +9823,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.roce()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::roce(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_roce(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_roce(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9806,11 +9840,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.atomic()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::atomic(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_atomic(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_atomic(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9822,11 +9857,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.cq_oi()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cq_oi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_cq_oi(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cq_oi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9838,12 +9874,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.cq_resize())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cq_resize(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_cq_resize(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cq_resize(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9855,12 +9891,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cq_moderation()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cq_moderation(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cq_moderation(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cq_moderation(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9872,12 +9908,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cq_period_mode_modify()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cq_period_mode_modify(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cq_period_mode_modify(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cq_period_mode_modify(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9889,12 +9925,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cq_eq_remap()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cq_eq_remap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cq_eq_remap(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cq_eq_remap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9906,11 +9942,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pg()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(CmdHcaCap::pg(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pg(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pg(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9922,12 +9959,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .block_lb_mc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::block_lb_mc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_block_lb_mc(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_block_lb_mc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9939,12 +9976,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .scqe_break_moderation()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::scqe_break_moderation(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_scqe_break_moderation(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_scqe_break_moderation(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9956,12 +9993,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cq_period_start_from_cqe()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cq_period_start_from_cqe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cq_period_start_from_cqe(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cq_period_start_from_cqe(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9973,11 +10010,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.cd()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(CmdHcaCap::cd(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_cd(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cd(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9989,11 +10027,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.apm()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::apm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_apm(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_apm(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10005,12 +10044,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vector_calc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vector_calc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vector_calc(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vector_calc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10022,12 +10061,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .umr_ptr_rlky()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::umr_ptr_rlky(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_umr_ptr_rlky(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_umr_ptr_rlky(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10039,11 +10078,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.imaicl()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::imaicl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_imaicl(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_imaicl(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10055,12 +10095,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .qp_packet_based()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::qp_packet_based(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_qp_packet_based(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_qp_packet_based(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10072,11 +10112,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.qkv()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::qkv(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_qkv(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_qkv(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10088,11 +10129,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.pkv()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pkv(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_pkv(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pkv(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10104,12 +10146,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .set_deth_sqpn()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::set_deth_sqpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_set_deth_sqpn(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_set_deth_sqpn(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10121,11 +10163,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.xrc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::xrc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_xrc(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_xrc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10137,11 +10180,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.ud()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(CmdHcaCap::ud(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_ud(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ud(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10153,11 +10197,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.uc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(CmdHcaCap::uc(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_uc(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_uc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10169,11 +10214,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.rc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(CmdHcaCap::rc(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_rc(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10185,11 +10231,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.uar_4k()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::uar_4k(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_uar_4k(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_uar_4k(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10201,12 +10248,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .fl_rc_qp_when_roce_disabled()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::fl_rc_qp_when_roce_disabled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_fl_rc_qp_when_roce_disabled(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_fl_rc_qp_when_roce_disabled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10218,12 +10265,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .regexp_params()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::regexp_params(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_regexp_params(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_regexp_params(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10235,11 +10282,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.uar_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::uar_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_uar_sz((x &
-                0x3f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_uar_sz(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10251,12 +10299,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .port_selection_cap()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::port_selection_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_port_selection_cap(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_port_selection_cap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10268,12 +10316,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.umem_uid_0())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::umem_uid_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_umem_uid_0(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_umem_uid_0(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10285,12 +10333,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_pg_sz())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_pg_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_log_pg_sz((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_pg_sz(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10302,11 +10350,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.bf()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(CmdHcaCap::bf(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_bf(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_bf(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10318,12 +10367,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .driver_version()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::driver_version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_driver_version(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_driver_version(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10335,12 +10384,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .pad_tx_eth_packet()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pad_tx_eth_packet(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_pad_tx_eth_packet(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pad_tx_eth_packet(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10352,12 +10401,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .mkey_by_name()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::mkey_by_name(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_mkey_by_name(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_mkey_by_name(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10369,12 +10418,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_bf_reg_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_bf_reg_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_bf_reg_size((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_bf_reg_size(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10386,12 +10435,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .qp_error_syndrome()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::qp_error_syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_qp_error_syndrome(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_qp_error_syndrome(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10403,11 +10452,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.lag_dct()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::lag_dct(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_lag_dct((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_lag_dct(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10419,12 +10469,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .lag_tx_port_affinity()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::lag_tx_port_affinity(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_lag_tx_port_affinity(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_lag_tx_port_affinity(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10436,12 +10486,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .lag_native_fdb_selection()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::lag_native_fdb_selection(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_lag_native_fdb_selection(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_lag_native_fdb_selection(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10453,12 +10503,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.lag_master())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::lag_master(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_lag_master(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_lag_master(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10470,12 +10520,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .num_lag_ports()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::num_lag_ports(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_num_lag_ports((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_num_lag_ports(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10487,12 +10537,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_wqe_sz_sq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_wqe_sz_sq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_wqe_sz_sq((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_wqe_sz_sq(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10504,11 +10554,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.shampo()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::shampo(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_shampo(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_shampo(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10520,12 +10571,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_wqe_sz_rq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_wqe_sz_rq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_wqe_sz_rq((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_wqe_sz_rq(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10537,12 +10588,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_flow_counter_31_16()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_flow_counter_31_16(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_flow_counter_31_16((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_flow_counter_31_16(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10554,12 +10605,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_wqe_sz_sq_dc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_wqe_sz_sq_dc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_wqe_sz_sq_dc((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_wqe_sz_sq_dc(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10571,12 +10622,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.max_qp_mcg())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_qp_mcg(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_qp_mcg((x & 0x1ffffff) as u32); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_qp_mcg(& mut v, (x & 0x1ffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10588,12 +10639,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flow_counter_bulk_alloc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flow_counter_bulk_alloc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flow_counter_bulk_alloc((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flow_counter_bulk_alloc(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10605,12 +10656,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_mcg()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_mcg(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_mcg((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_mcg(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10622,12 +10673,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_transport_domain()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_transport_domain(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_transport_domain((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_transport_domain(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10639,12 +10690,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .relaxed_ordering_read()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::relaxed_ordering_read(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_relaxed_ordering_read(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_relaxed_ordering_read(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10656,12 +10707,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_pd())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_pd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_pd((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_pd(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10673,12 +10724,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .pcie_reset_using_hotreset_method()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pcie_reset_using_hotreset_method(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_pcie_reset_using_hotreset_method(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pcie_reset_using_hotreset_method(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10690,12 +10741,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .pci_sync_for_fw_update_with_driver_unload()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::pci_sync_for_fw_update_with_driver_unload(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_pci_sync_for_fw_update_with_driver_unload(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_pci_sync_for_fw_update_with_driver_unload(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10707,12 +10759,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vnic_env_cnt_steering_fail()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vnic_env_cnt_steering_fail(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vnic_env_cnt_steering_fail(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vnic_env_cnt_steering_fail(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10724,12 +10776,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vport_counter_local_loopback()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vport_counter_local_loopback(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vport_counter_local_loopback(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vport_counter_local_loopback(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10741,12 +10793,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .q_counter_aggregation()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::q_counter_aggregation(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_q_counter_aggregation(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_q_counter_aggregation(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10758,12 +10810,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .q_counter_other_vport()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::q_counter_other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_q_counter_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_q_counter_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10775,12 +10827,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_xrcd()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_xrcd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_xrcd((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_xrcd(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10792,12 +10844,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .nic_receive_steering_discard()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::nic_receive_steering_discard(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_nic_receive_steering_discard(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_nic_receive_steering_discard(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10809,12 +10861,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .receive_discard_vport_down()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::receive_discard_vport_down(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_receive_discard_vport_down(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_receive_discard_vport_down(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10826,12 +10878,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .transmit_discard_vport_down()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::transmit_discard_vport_down(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_transmit_discard_vport_down(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_transmit_discard_vport_down(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10843,12 +10895,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .eq_overrun_count()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::eq_overrun_count(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_eq_overrun_count(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_eq_overrun_count(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10860,12 +10912,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .invalid_command_count()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::invalid_command_count(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_invalid_command_count(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_invalid_command_count(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10877,12 +10929,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .quota_exceeded_count()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::quota_exceeded_count(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_quota_exceeded_count(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_quota_exceeded_count(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10894,12 +10946,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_flow_counter_bulk()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_flow_counter_bulk(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_flow_counter_bulk((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_flow_counter_bulk(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10911,12 +10963,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_flow_counter_15_0()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_flow_counter_15_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_flow_counter_15_0((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_flow_counter_15_0(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10928,12 +10980,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_rq())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_rq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_rq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_rq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10945,12 +10997,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_sq())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_sq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_sq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_sq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10962,12 +11014,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_tir()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_tir(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_tir((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_tir(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10979,12 +11031,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_tis()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_tis(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_tis((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_tis(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10996,12 +11048,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .basic_cyclic_rcv_wqe()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::basic_cyclic_rcv_wqe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_basic_cyclic_rcv_wqe(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_basic_cyclic_rcv_wqe(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11013,12 +11065,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_rmp()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_rmp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_rmp((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_rmp(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11030,12 +11082,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_rqt()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_rqt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_rqt((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_rqt(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11047,12 +11099,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_rqt_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_rqt_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_rqt_size((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_rqt_size(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11064,12 +11116,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_tis_per_sq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_tis_per_sq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_tis_per_sq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_tis_per_sq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11081,12 +11133,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .ext_stride_num_range()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ext_stride_num_range(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_ext_stride_num_range(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ext_stride_num_range(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11098,12 +11150,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .roce_rw_supported()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::roce_rw_supported(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_roce_rw_supported(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_roce_rw_supported(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11115,12 +11167,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_current_uc_list_wr_supported()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_current_uc_list_wr_supported(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_current_uc_list_wr_supported(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_current_uc_list_wr_supported(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11132,12 +11185,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_stride_sz_rq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_stride_sz_rq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_stride_sz_rq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_stride_sz_rq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11149,12 +11202,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_min_stride_sz_rq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_min_stride_sz_rq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_min_stride_sz_rq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_min_stride_sz_rq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11166,12 +11219,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_stride_sz_sq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_stride_sz_sq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_stride_sz_sq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_stride_sz_sq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11183,12 +11236,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_min_stride_sz_sq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_min_stride_sz_sq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_min_stride_sz_sq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_min_stride_sz_sq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11200,11 +11253,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.hairpin()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::hairpin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_hairpin(x &
-                1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_hairpin(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11216,12 +11270,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_hairpin_queues()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_hairpin_queues(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_hairpin_queues((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_hairpin_queues(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11233,12 +11287,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_hairpin_wq_data_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_hairpin_wq_data_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_hairpin_wq_data_sz((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_hairpin_wq_data_sz(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11250,12 +11304,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_hairpin_num_packets()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_hairpin_num_packets(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_hairpin_num_packets((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_hairpin_num_packets(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11267,12 +11321,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_wq_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_wq_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_wq_sz((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_wq_sz(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11284,12 +11338,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .nic_vport_change_event()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::nic_vport_change_event(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_nic_vport_change_event(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_nic_vport_change_event(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11301,12 +11355,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .disable_local_lb_uc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::disable_local_lb_uc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_disable_local_lb_uc(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_disable_local_lb_uc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11318,12 +11372,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .disable_local_lb_mc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::disable_local_lb_mc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_disable_local_lb_mc(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_disable_local_lb_mc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11335,12 +11389,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_min_hairpin_wq_data_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_min_hairpin_wq_data_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_min_hairpin_wq_data_sz((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_min_hairpin_wq_data_sz(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11352,12 +11406,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .silent_mode()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::silent_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_silent_mode(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_silent_mode(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11369,12 +11423,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.vhca_state())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vhca_state(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_vhca_state(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vhca_state(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11386,12 +11440,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_vlan_list()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_vlan_list(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_vlan_list((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_vlan_list(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11403,12 +11457,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_current_mc_list()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_current_mc_list(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_current_mc_list((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_current_mc_list(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11420,12 +11474,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_current_uc_list()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_current_uc_list(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_current_uc_list((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_current_uc_list(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11437,12 +11491,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .general_obj_types()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::general_obj_types(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_general_obj_types((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_general_obj_types(& mut v, (x & 0xffffffffffffffff) as
+                u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11460,12 +11515,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .sq_ts_format_raw()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::sq_ts_format_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_sq_ts_format_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sq_ts_format_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11483,12 +11538,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .rq_ts_format_raw()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::rq_ts_format_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_rq_ts_format_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rq_ts_format_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11500,12 +11555,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .steering_format_version()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::steering_format_version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_steering_format_version((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_steering_format_version(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11517,12 +11572,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .create_qp_start_hint()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::create_qp_start_hint(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_create_qp_start_hint((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_create_qp_start_hint(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11534,11 +11589,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.ats()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ats(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_ats(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ats(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11550,12 +11606,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cross_vhca_rqt()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cross_vhca_rqt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cross_vhca_rqt(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cross_vhca_rqt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11567,12 +11623,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_uctx()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_uctx(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_uctx((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_uctx(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11584,11 +11640,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.crypto()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::crypto(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_crypto(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_crypto(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11600,12 +11657,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .ipsec_offload()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::ipsec_offload(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_ipsec_offload(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_ipsec_offload(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11617,12 +11674,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_umem()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_umem(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_umem((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_umem(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11634,12 +11691,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_num_eqs()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_num_eqs(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_num_eqs((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_num_eqs(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11651,11 +11708,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.tls_tx()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::tls_tx(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_tls_tx(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_tls_tx(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11667,11 +11725,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.tls_rx()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::tls_rx(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_tls_rx(x & 1
-                != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_tls_rx(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11683,12 +11742,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_l2_table()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_l2_table(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_l2_table((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_l2_table(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11700,12 +11759,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_uar_page_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_uar_page_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_uar_page_sz((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_uar_page_sz(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11717,12 +11776,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .device_frequency_mhz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::device_frequency_mhz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_device_frequency_mhz((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_device_frequency_mhz(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11734,12 +11793,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .device_frequency_khz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::device_frequency_khz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_device_frequency_khz((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_device_frequency_khz(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11751,12 +11810,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .num_of_uars_per_page()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::num_of_uars_per_page(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_num_of_uars_per_page((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_num_of_uars_per_page(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11768,12 +11827,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_protocols()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_protocols(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_protocols((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_protocols(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11785,12 +11844,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_geneve_tlv_options()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_geneve_tlv_options(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_geneve_tlv_options((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_geneve_tlv_options(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11802,12 +11861,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_geneve_tlv_option_data_len()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_geneve_tlv_option_data_len(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_geneve_tlv_option_data_len((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_geneve_tlv_option_data_len(& mut v, (x & 0x1f) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11819,12 +11879,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .adv_virtualization()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::adv_virtualization(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_adv_virtualization(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_adv_virtualization(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11836,12 +11896,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_dci_stream_channels()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_dci_stream_channels(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_dci_stream_channels((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_dci_stream_channels(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11853,12 +11913,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_dci_errored_streams()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_dci_errored_streams(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_dci_errored_streams((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_dci_errored_streams(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11870,12 +11930,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .enhanced_cqe_compression()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::enhanced_cqe_compression(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_enhanced_cqe_compression(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_enhanced_cqe_compression(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11887,12 +11947,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .crossing_vhca_mkey()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::crossing_vhca_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_crossing_vhca_mkey(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_crossing_vhca_mkey(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11904,12 +11964,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_dek()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_dek(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_dek((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_dek(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11921,12 +11981,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .mini_cqe_resp_stride_index()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::mini_cqe_resp_stride_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_mini_cqe_resp_stride_index(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_mini_cqe_resp_stride_index(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11938,12 +11998,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cqe_128_always()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cqe_128_always(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cqe_128_always(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cqe_128_always(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11955,12 +12015,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cqe_compression_128()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cqe_compression_128(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cqe_compression_128(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cqe_compression_128(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11972,12 +12032,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cqe_compression()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cqe_compression(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cqe_compression(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cqe_compression(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11989,12 +12049,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cqe_compression_timeout()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cqe_compression_timeout(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cqe_compression_timeout((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cqe_compression_timeout(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12006,12 +12066,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .cqe_compression_max_num()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::cqe_compression_max_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_cqe_compression_max_num((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_cqe_compression_max_num(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12023,12 +12083,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_gtpu_dw_0()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_gtpu_dw_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_gtpu_dw_0((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_gtpu_dw_0(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12040,12 +12100,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .tag_matching()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::tag_matching(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_tag_matching(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_tag_matching(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12057,12 +12117,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .rndv_offload_rc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::rndv_offload_rc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_rndv_offload_rc(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rndv_offload_rc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12074,12 +12134,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .rndv_offload_dc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::rndv_offload_dc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_rndv_offload_dc(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_rndv_offload_dc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12091,12 +12151,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_tag_matching_list_sz()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_tag_matching_list_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_tag_matching_list_sz((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_tag_matching_list_sz(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12108,12 +12168,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_xrq()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_xrq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_xrq((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_xrq(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12125,12 +12185,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .affiliate_nic_vport_criteria()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::affiliate_nic_vport_criteria(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_affiliate_nic_vport_criteria((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_affiliate_nic_vport_criteria(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12142,12 +12202,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .native_port_num()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::native_port_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_native_port_num((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_native_port_num(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12159,12 +12219,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .num_vhca_ports()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::num_vhca_ports(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_num_vhca_ports((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_num_vhca_ports(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12176,12 +12236,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_gtpu_teid()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_gtpu_teid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_gtpu_teid((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_gtpu_teid(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12193,12 +12253,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .sw_owner_id()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::sw_owner_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_sw_owner_id(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sw_owner_id(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12210,12 +12270,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_num_of_monitor_counters()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_num_of_monitor_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_num_of_monitor_counters((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_num_of_monitor_counters(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12227,12 +12288,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .num_ppcnt_monitor_counters()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::num_ppcnt_monitor_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_num_ppcnt_monitor_counters((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_num_ppcnt_monitor_counters(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12244,12 +12306,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.max_num_sf())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_num_sf(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_num_sf((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_num_sf(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12261,12 +12323,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .num_q_monitor_counters()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::num_q_monitor_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_num_q_monitor_counters((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_num_q_monitor_counters(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12278,11 +12340,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sf()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(CmdHcaCap::sf(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_sf(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sf(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12294,12 +12357,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .sf_set_partition()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::sf_set_partition(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_sf_set_partition(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sf_set_partition(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12311,12 +12374,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.log_max_sf())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_sf(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_sf((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_sf(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12328,11 +12391,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.apu()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::apu(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_apu(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_apu(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12344,12 +12408,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.migration())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::migration(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_migration(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_migration(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12361,12 +12425,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_min_sf_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_min_sf_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_min_sf_size((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_min_sf_size(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12378,12 +12442,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_num_sf_partitions()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_num_sf_partitions(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_num_sf_partitions((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_num_sf_partitions(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12395,11 +12459,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.uctx_cap()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::uctx_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v.set_uctx_cap((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_uctx_cap(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12411,12 +12476,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_geneve_tlv_option_0()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_geneve_tlv_option_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_geneve_tlv_option_0((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_geneve_tlv_option_0(& mut v, (x & 0xf) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12428,12 +12494,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_icmp_dw1()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_icmp_dw1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_icmp_dw1((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_icmp_dw1(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12445,12 +12511,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_icmp_dw0()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_icmp_dw0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_icmp_dw0((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_icmp_dw0(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12462,12 +12528,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_icmpv6_dw1()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_icmpv6_dw1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_icmpv6_dw1((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_icmpv6_dw1(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12479,12 +12545,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_icmpv6_dw0()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_icmpv6_dw0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_icmpv6_dw0((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_icmpv6_dw0(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12496,12 +12562,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_outer_first_mpls_over_gre()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_outer_first_mpls_over_gre(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_outer_first_mpls_over_gre((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_outer_first_mpls_over_gre(& mut v, (x &
+                0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12513,12 +12580,14 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_outer_first_mpls_over_udp_label()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_outer_first_mpls_over_udp_label(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_outer_first_mpls_over_udp_label((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_outer_first_mpls_over_udp_label(& mut v, (x
+                & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12530,12 +12599,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_num_match_definer()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_num_match_definer(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_num_match_definer((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_num_match_definer(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12547,12 +12616,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v.sf_base_id())
-                }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::sf_base_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_sf_base_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_sf_base_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12564,12 +12633,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_gtpu_dw_2()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_gtpu_dw_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_gtpu_dw_2((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_gtpu_dw_2(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12581,12 +12650,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .flex_parser_id_gtpu_first_ext_dw_0()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::flex_parser_id_gtpu_first_ext_dw_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_flex_parser_id_gtpu_first_ext_dw_0((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_flex_parser_id_gtpu_first_ext_dw_0(& mut v, (x & 0xf) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12598,12 +12668,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .num_total_dynamic_vf_msix()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::num_total_dynamic_vf_msix(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_num_total_dynamic_vf_msix((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_num_total_dynamic_vf_msix(& mut v, (x & 0xffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12615,12 +12686,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .dynamic_msix_table_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::dynamic_msix_table_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_dynamic_msix_table_size((x & 0xfff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_dynamic_msix_table_size(& mut v, (x & 0xfff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12632,12 +12703,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .min_dynamic_vf_msix_table_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::min_dynamic_vf_msix_table_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_min_dynamic_vf_msix_table_size((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_min_dynamic_vf_msix_table_size(& mut v, (x & 0xf) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12649,12 +12721,12 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .data_direct()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::data_direct(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_data_direct(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_data_direct(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12666,12 +12738,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .max_dynamic_vf_msix_table_size()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::max_dynamic_vf_msix_table_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_max_dynamic_vf_msix_table_size((x & 0xfff) as u16); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_max_dynamic_vf_msix_table_size(& mut v, (x & 0xfff) as
+                u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12683,12 +12756,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_max_num_header_modify_argument()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_max_num_header_modify_argument(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_max_num_header_modify_argument((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_max_num_header_modify_argument(& mut v, (x & 0x1f) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12700,12 +12774,14 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_header_modify_argument_granularity_offset()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_header_modify_argument_granularity_offset(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_header_modify_argument_granularity_offset((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_header_modify_argument_granularity_offset(& mut v, (x
+                & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12717,12 +12793,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_header_modify_argument_granularity()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_header_modify_argument_granularity(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_header_modify_argument_granularity((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_header_modify_argument_granularity(& mut v, (x & 0xf)
+                as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12734,12 +12811,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .log_header_modify_argument_max_alloc()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::log_header_modify_argument_max_alloc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_log_header_modify_argument_max_alloc((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_log_header_modify_argument_max_alloc(& mut v, (x & 0x1f)
+                as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12751,12 +12829,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .vhca_tunnel_commands()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::vhca_tunnel_commands(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_vhca_tunnel_commands((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_vhca_tunnel_commands(& mut v, (x & 0xffffffffffffffff) as
+                u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12768,12 +12847,13 @@ pub const CMD_HCA_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdHcaCap::new_unchecked(b); u64::from(v
-                .match_definer_format_supported()) }
+                | b, _ | { let v = CmdHcaCap::new_unchecked(b);
+                u64::from(CmdHcaCap::match_definer_format_supported(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b); v
-                .set_match_definer_format_supported((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = CmdHcaCap::new_unchecked(b);
+                CmdHcaCap::set_match_definer_format_supported(& mut v, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -13616,12 +13696,12 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.csum_cap()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::csum_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_csum_cap(x & 1
-                != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_csum_cap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13634,12 +13714,12 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.vlan_cap()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::vlan_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_vlan_cap(x & 1
-                != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_vlan_cap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13652,12 +13732,12 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.lro_cap()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::lro_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_lro_cap(x & 1
-                != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_lro_cap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13670,12 +13750,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.lro_psh_flag()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::lro_psh_flag(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_lro_psh_flag(x
-                & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_lro_psh_flag(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13688,12 +13769,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.lro_time_stamp()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::lro_time_stamp(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_lro_time_stamp(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_lro_time_stamp(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13706,12 +13788,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.wqe_vlan_insert()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::wqe_vlan_insert(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_wqe_vlan_insert(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_wqe_vlan_insert(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13724,12 +13807,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.self_lb_en_modifiable()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::self_lb_en_modifiable(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_self_lb_en_modifiable(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_self_lb_en_modifiable(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13742,12 +13826,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.max_lso_cap()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::max_lso_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_max_lso_cap((x
-                & 0x1f) as u8); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_max_lso_cap(& mut v, (x & 0x1f) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13760,12 +13845,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.multi_pkt_send_wqe()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::multi_pkt_send_wqe(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_multi_pkt_send_wqe((x & 0x3) as u8); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_multi_pkt_send_wqe(& mut v, (x &
+                0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13784,12 +13870,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.wqe_inline_mode_raw()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::wqe_inline_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_wqe_inline_mode_raw((x & 0x3) as u8); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_wqe_inline_mode_raw(& mut v, (x &
+                0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13802,12 +13889,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.rss_ind_tbl_cap()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::rss_ind_tbl_cap(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_rss_ind_tbl_cap((x & 0xf) as u8); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_rss_ind_tbl_cap(& mut v, (x & 0xf)
+                as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13820,12 +13908,12 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.reg_umr_sq()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::reg_umr_sq(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_reg_umr_sq(x &
-                1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_reg_umr_sq(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13838,12 +13926,12 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.scatter_fcs()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::scatter_fcs(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_scatter_fcs(x &
-                1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_scatter_fcs(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13856,12 +13944,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.enhanced_multi_pkt_send_wqe()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::enhanced_multi_pkt_send_wqe(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_enhanced_multi_pkt_send_wqe(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_enhanced_multi_pkt_send_wqe(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13874,12 +13964,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_lso_const_out_ip_id()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_lso_const_out_ip_id(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_lso_const_out_ip_id(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_lso_const_out_ip_id(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13892,12 +13984,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_lro_gre()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_lro_gre(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_lro_gre(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_lro_gre(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13910,12 +14003,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_lro_vxlan()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_lro_vxlan(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_lro_vxlan(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_lro_vxlan(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13928,12 +14022,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_gre()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_gre(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_gre(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_gre(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13946,12 +14041,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_vxlan()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_vxlan(& v))
+                }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_vxlan(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_vxlan(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13964,12 +14061,12 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.swp()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::swp(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_swp(x & 1 !=
-                0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_swp(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -13982,12 +14079,12 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.swp_csum()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::swp_csum(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_swp_csum(x & 1
-                != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_swp_csum(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14000,12 +14097,12 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.swp_lso()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::swp_lso(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v.set_swp_lso(x & 1
-                != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_swp_lso(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14018,12 +14115,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.cqe_checksum_full()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::cqe_checksum_full(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_cqe_checksum_full(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_cqe_checksum_full(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14036,12 +14134,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_geneve_tx()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_geneve_tx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_geneve_tx(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_geneve_tx(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14054,12 +14154,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_mpls_over_udp()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_mpls_over_udp(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_mpls_over_udp(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_mpls_over_udp(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14072,12 +14174,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_mpls_over_gre()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_mpls_over_gre(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_mpls_over_gre(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_mpls_over_gre(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14090,12 +14194,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_vxlan_gpe()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_vxlan_gpe(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_vxlan_gpe(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_vxlan_gpe(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14108,12 +14214,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_ipv4_over_vxlan()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_ipv4_over_vxlan(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_ipv4_over_vxlan(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_ipv4_over_vxlan(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14126,12 +14234,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_ip_over_ip()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_ip_over_ip(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_ip_over_ip(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_ip_over_ip(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14144,12 +14254,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.insert_trailer()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::insert_trailer(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_insert_trailer(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_insert_trailer(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14162,12 +14273,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_ip_over_ip_rx()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_ip_over_ip_rx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_ip_over_ip_rx(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_ip_over_ip_rx(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14180,12 +14293,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_ip_over_ip_tx()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_ip_over_ip_tx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_ip_over_ip_tx(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_ip_over_ip_tx(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14198,12 +14313,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.max_vxlan_udp_ports()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::max_vxlan_udp_ports(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_max_vxlan_udp_ports((x & 0xff) as u8); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_max_vxlan_udp_ports(& mut v, (x &
+                0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14216,12 +14332,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.swp_csum_l4_partial()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::swp_csum_l4_partial(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_swp_csum_l4_partial(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_swp_csum_l4_partial(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14234,12 +14351,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.max_geneve_opt_len()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::max_geneve_opt_len(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_max_geneve_opt_len(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_max_geneve_opt_len(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14252,12 +14370,14 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.tunnel_stateless_geneve_rx()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::tunnel_stateless_geneve_rx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_tunnel_stateless_geneve_rx(x & 1 != 0); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_tunnel_stateless_geneve_rx(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14270,12 +14390,13 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PerProtocolNetworkingOffloadCaps::new_unchecked(b);
-                u64::from(v.lro_min_mss_size()) }
+                u64::from(PerProtocolNetworkingOffloadCaps::lro_min_mss_size(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b); v
-                .set_lro_min_mss_size((x & 0xffff) as u16); }
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b);
+                PerProtocolNetworkingOffloadCaps::set_lro_min_mss_size(& mut v, (x &
+                0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14288,13 +14409,15 @@ pub const PER_PROTOCOL_NETWORKING_OFFLOAD_CAPS_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> u64 {
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b)
-                .lro_timer_supported_periods(i).map_or(0, u64::from) }
+                PerProtocolNetworkingOffloadCaps::lro_timer_supported_periods(&
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b), i).map_or(0,
+                u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                PerProtocolNetworkingOffloadCaps::new_unchecked(b)
-                .set_lro_timer_supported_periods(i, (x & 0xffffffff) as u32); }
+                PerProtocolNetworkingOffloadCaps::set_lro_timer_supported_periods(& mut
+                PerProtocolNetworkingOffloadCaps::new_unchecked(b), i, (x & 0xffffffff)
+                as u32); }
             ),
         },
     ],
@@ -14680,11 +14803,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v.roce_apm()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::roce_apm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v.set_roce_apm(x & 1
-                != 0); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_roce_apm(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14696,12 +14820,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .sw_r_roce_src_udp_port()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::sw_r_roce_src_udp_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_sw_r_roce_src_udp_port(x & 1 != 0); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_sw_r_roce_src_udp_port(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14713,12 +14837,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .fl_rc_qp_when_roce_disabled()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::fl_rc_qp_when_roce_disabled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_fl_rc_qp_when_roce_disabled(x & 1 != 0); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_fl_rc_qp_when_roce_disabled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14730,12 +14854,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .fl_rc_qp_when_roce_enabled()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::fl_rc_qp_when_roce_enabled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_fl_rc_qp_when_roce_enabled(x & 1 != 0); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_fl_rc_qp_when_roce_enabled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14747,12 +14871,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .roce_cc_general()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::roce_cc_general(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_roce_cc_general(x & 1 != 0); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_roce_cc_general(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14764,12 +14888,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .qp_ooo_transmit_default()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::qp_ooo_transmit_default(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_qp_ooo_transmit_default(x & 1 != 0); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_qp_ooo_transmit_default(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14787,12 +14911,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .qp_ts_format_raw()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::qp_ts_format_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_qp_ts_format_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_qp_ts_format_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14804,11 +14928,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v.l3_type()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::l3_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v.set_l3_type((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_l3_type(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14820,12 +14945,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v.roce_version())
-                }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::roce_version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_roce_version((x & 0xff) as u8); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_roce_version(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14837,12 +14962,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .r_roce_dest_udp_port()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::r_roce_dest_udp_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_r_roce_dest_udp_port((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_r_roce_dest_udp_port(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14854,12 +14979,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .r_roce_max_src_udp_port()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::r_roce_max_src_udp_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_r_roce_max_src_udp_port((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_r_roce_max_src_udp_port(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14871,12 +14996,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .r_roce_min_src_udp_port()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::r_roce_min_src_udp_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_r_roce_min_src_udp_port((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_r_roce_min_src_udp_port(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -14888,12 +15013,12 @@ pub const ROCE_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceCap::new_unchecked(b); u64::from(v
-                .roce_address_table_size()) }
+                | b, _ | { let v = RoceCap::new_unchecked(b);
+                u64::from(RoceCap::roce_address_table_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceCap::new_unchecked(b); v
-                .set_roce_address_table_size((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = RoceCap::new_unchecked(b);
+                RoceCap::set_roce_address_table_size(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -15150,12 +15275,13 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
-                .atomic_req_8b_endianness_mode_raw()) }
+                | b, _ | { let v = AtomicCaps::new_unchecked(b);
+                u64::from(AtomicCaps::atomic_req_8b_endianness_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
-                .set_atomic_req_8b_endianness_mode_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b);
+                AtomicCaps::set_atomic_req_8b_endianness_mode_raw(& mut v, (x & 0x3) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15167,12 +15293,13 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
-                .supported_atomic_req_8b_endianness_mode_1()) }
+                | b, _ | { let v = AtomicCaps::new_unchecked(b);
+                u64::from(AtomicCaps::supported_atomic_req_8b_endianness_mode_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
-                .set_supported_atomic_req_8b_endianness_mode_1(x & 1 != 0); }
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b);
+                AtomicCaps::set_supported_atomic_req_8b_endianness_mode_1(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15184,12 +15311,12 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
-                .atomic_operations()) }
+                | b, _ | { let v = AtomicCaps::new_unchecked(b);
+                u64::from(AtomicCaps::atomic_operations(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
-                .set_atomic_operations((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b);
+                AtomicCaps::set_atomic_operations(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15201,12 +15328,12 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
-                .atomic_size_qp()) }
+                | b, _ | { let v = AtomicCaps::new_unchecked(b);
+                u64::from(AtomicCaps::atomic_size_qp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
-                .set_atomic_size_qp((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b);
+                AtomicCaps::set_atomic_size_qp(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15218,12 +15345,12 @@ pub const ATOMIC_CAPS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AtomicCaps::new_unchecked(b); u64::from(v
-                .atomic_size_dc()) }
+                | b, _ | { let v = AtomicCaps::new_unchecked(b);
+                u64::from(AtomicCaps::atomic_size_dc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b); v
-                .set_atomic_size_dc((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AtomicCaps::new_unchecked(b);
+                AtomicCaps::set_atomic_size_dc(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -15446,11 +15573,12 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b);
+                u64::from(SetHcaCapIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b);
+                SetHcaCapIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15462,11 +15590,12 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b);
+                u64::from(SetHcaCapIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b);
+                SetHcaCapIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15478,12 +15607,12 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v
-                .other_function()) }
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b);
+                u64::from(SetHcaCapIn::other_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v
-                .set_other_function(x & 1 != 0); }
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b);
+                SetHcaCapIn::set_other_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15495,12 +15624,12 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v
-                .ec_vf_function()) }
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b);
+                u64::from(SetHcaCapIn::ec_vf_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v
-                .set_ec_vf_function(x & 1 != 0); }
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b);
+                SetHcaCapIn::set_ec_vf_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15512,12 +15641,12 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetHcaCapIn::new_unchecked(b); u64::from(v
-                .function_id()) }
+                | b, _ | { let v = SetHcaCapIn::new_unchecked(b);
+                u64::from(SetHcaCapIn::function_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b); v
-                .set_function_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetHcaCapIn::new_unchecked(b);
+                SetHcaCapIn::set_function_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -15535,8 +15664,8 @@ pub const SET_HCA_CAP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4112 {
                 return None; } let v = SetHcaCapIn::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.capability(); Some(sub.storage().as_ptr() as usize -
-                b.as_ptr() as usize) }
+                None; } let sub = SetHcaCapIn::capability(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -15624,12 +15753,12 @@ pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetHcaCapOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = SetHcaCapOut::new_unchecked(b);
+                u64::from(SetHcaCapOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetHcaCapOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = SetHcaCapOut::new_unchecked(b);
+                SetHcaCapOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -15641,12 +15770,12 @@ pub const SET_HCA_CAP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetHcaCapOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = SetHcaCapOut::new_unchecked(b);
+                u64::from(SetHcaCapOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetHcaCapOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = SetHcaCapOut::new_unchecked(b);
+                SetHcaCapOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -15739,7 +15868,7 @@ impl<B: rt::Bytes> HcaCapUnion<B> {
         &self,
         selector: &QueryHcaCapIn<S>,
     ) -> Result<HcaCapUnionRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.op_mod()))
+        self.select(u64::from(QueryHcaCapIn::op_mod(&selector)))
     }
 }
 impl<B: rt::BytesMut> HcaCapUnion<B> {

@@ -567,12 +567,12 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtutcReg::new_unchecked(b); u64::from(v
-                .freq_adj_units_raw()) }
+                | b, _ | { let v = MtutcReg::new_unchecked(b);
+                u64::from(MtutcReg::freq_adj_units_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtutcReg::new_unchecked(b); v
-                .set_freq_adj_units_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = MtutcReg::new_unchecked(b);
+                MtutcReg::set_freq_adj_units_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -584,12 +584,12 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtutcReg::new_unchecked(b); u64::from(v
-                .log_max_freq_adjustment()) }
+                | b, _ | { let v = MtutcReg::new_unchecked(b);
+                u64::from(MtutcReg::log_max_freq_adjustment(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtutcReg::new_unchecked(b); v
-                .set_log_max_freq_adjustment((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = MtutcReg::new_unchecked(b);
+                MtutcReg::set_log_max_freq_adjustment(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -607,12 +607,12 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtutcReg::new_unchecked(b); u64::from(v
-                .operation_raw()) }
+                | b, _ | { let v = MtutcReg::new_unchecked(b);
+                u64::from(MtutcReg::operation_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtutcReg::new_unchecked(b); v
-                .set_operation_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtutcReg::new_unchecked(b);
+                MtutcReg::set_operation_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -624,12 +624,12 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtutcReg::new_unchecked(b); u64::from(v
-                .freq_adjustment()) }
+                | b, _ | { let v = MtutcReg::new_unchecked(b);
+                u64::from(MtutcReg::freq_adjustment(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtutcReg::new_unchecked(b); v
-                .set_freq_adjustment((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = MtutcReg::new_unchecked(b);
+                MtutcReg::set_freq_adjustment(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -641,11 +641,12 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtutcReg::new_unchecked(b); u64::from(v.utc_sec()) }
+                | b, _ | { let v = MtutcReg::new_unchecked(b);
+                u64::from(MtutcReg::utc_sec(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtutcReg::new_unchecked(b); v.set_utc_sec((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = MtutcReg::new_unchecked(b);
+                MtutcReg::set_utc_sec(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -657,11 +658,12 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtutcReg::new_unchecked(b); u64::from(v.utc_nsec()) }
+                | b, _ | { let v = MtutcReg::new_unchecked(b);
+                u64::from(MtutcReg::utc_nsec(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtutcReg::new_unchecked(b); v.set_utc_nsec((x &
-                0x3fffffff) as u32); }
+                | b, _, x | { let mut v = MtutcReg::new_unchecked(b);
+                MtutcReg::set_utc_nsec(& mut v, (x & 0x3fffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -673,12 +675,12 @@ pub const MTUTC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtutcReg::new_unchecked(b); u64::from(v
-                .time_adjustment()) }
+                | b, _ | { let v = MtutcReg::new_unchecked(b);
+                u64::from(MtutcReg::time_adjustment(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtutcReg::new_unchecked(b); v
-                .set_time_adjustment((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = MtutcReg::new_unchecked(b);
+                MtutcReg::set_time_adjustment(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1353,12 +1355,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_number_of_pps_pins()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_number_of_pps_pins(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_number_of_pps_pins((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_number_of_pps_pins(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1370,12 +1372,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_max_num_of_pps_in_pins()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_max_num_of_pps_in_pins(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_max_num_of_pps_in_pins((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_max_num_of_pps_in_pins(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1387,12 +1389,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_max_num_of_pps_out_pins()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_max_num_of_pps_out_pins(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_max_num_of_pps_out_pins((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_max_num_of_pps_out_pins(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1404,12 +1406,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_log_min_npps_period()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_log_min_npps_period(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_log_min_npps_period((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_log_min_npps_period(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1421,12 +1423,13 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_log_min_out_pulse_duration_ns()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_log_min_out_pulse_duration_ns(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_log_min_out_pulse_duration_ns((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_log_min_out_pulse_duration_ns(& mut v, (x & 0x1f) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1438,12 +1441,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_pin_3_mode()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_pin_3_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_pin_3_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_pin_3_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1455,12 +1458,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_pin_2_mode()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_pin_2_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_pin_2_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_pin_2_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1472,12 +1475,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_pin_1_mode()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_pin_1_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_pin_1_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_pin_1_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1489,12 +1492,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_pin_0_mode()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_pin_0_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_pin_0_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_pin_0_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1506,12 +1509,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_pin_7_mode()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_pin_7_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_pin_7_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_pin_7_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1523,12 +1526,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_pin_6_mode()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_pin_6_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_pin_6_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_pin_6_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1540,12 +1543,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_pin_5_mode()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_pin_5_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_pin_5_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_pin_5_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1557,12 +1560,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .cap_pin_4_mode()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::cap_pin_4_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_cap_pin_4_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_cap_pin_4_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1574,12 +1577,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .field_select()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::field_select(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_field_select((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_field_select(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1591,12 +1594,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v.npps_period())
-                }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::npps_period(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_npps_period((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_npps_period(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1608,11 +1611,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v.enable()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::enable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v.set_enable(x & 1
-                != 0); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_enable(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1624,11 +1628,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v.pattern()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::pattern(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v.set_pattern((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_pattern(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1646,12 +1651,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .pin_mode_raw()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::pin_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_pin_mode_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_pin_mode_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1663,11 +1668,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v.pin()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(MtppsReg::pin(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v.set_pin((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); MtppsReg::set_pin(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1679,12 +1685,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .out_pulse_duration_ns()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::out_pulse_duration_ns(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_out_pulse_duration_ns((x & 0x3fffffff) as u32); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_out_pulse_duration_ns(& mut v, (x & 0x3fffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1696,12 +1702,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v.time_stamp())
-                }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::time_stamp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v.set_time_stamp((x
-                & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_time_stamp(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1713,12 +1719,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .out_pulse_duration()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::out_pulse_duration(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_out_pulse_duration((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_out_pulse_duration(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1730,12 +1736,12 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .out_periodic_adjustment()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::out_periodic_adjustment(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_out_periodic_adjustment((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_out_periodic_adjustment(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1747,12 +1753,13 @@ pub const MTPPS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppsReg::new_unchecked(b); u64::from(v
-                .enhanced_out_periodic_adjustment()) }
+                | b, _ | { let v = MtppsReg::new_unchecked(b);
+                u64::from(MtppsReg::enhanced_out_periodic_adjustment(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppsReg::new_unchecked(b); v
-                .set_enhanced_out_periodic_adjustment((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = MtppsReg::new_unchecked(b);
+                MtppsReg::set_enhanced_out_periodic_adjustment(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
     ],
@@ -1897,11 +1904,12 @@ pub const MTPPSE_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppseReg::new_unchecked(b); u64::from(v.pin()) }
+                | b, _ | { let v = MtppseReg::new_unchecked(b);
+                u64::from(MtppseReg::pin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppseReg::new_unchecked(b); v.set_pin((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = MtppseReg::new_unchecked(b);
+                MtppseReg::set_pin(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1913,12 +1921,12 @@ pub const MTPPSE_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppseReg::new_unchecked(b); u64::from(v.event_arm())
-                }
+                | b, _ | { let v = MtppseReg::new_unchecked(b);
+                u64::from(MtppseReg::event_arm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppseReg::new_unchecked(b); v.set_event_arm(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = MtppseReg::new_unchecked(b);
+                MtppseReg::set_event_arm(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1936,12 +1944,12 @@ pub const MTPPSE_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MtppseReg::new_unchecked(b); u64::from(v
-                .event_generation_mode_raw()) }
+                | b, _ | { let v = MtppseReg::new_unchecked(b);
+                u64::from(MtppseReg::event_generation_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MtppseReg::new_unchecked(b); v
-                .set_event_generation_mode_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = MtppseReg::new_unchecked(b);
+                MtppseReg::set_event_generation_mode_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
     ],

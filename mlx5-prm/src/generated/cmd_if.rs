@@ -717,12 +717,12 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .type_raw()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -734,12 +734,12 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .input_length()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::input_length(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_input_length((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_input_length(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -751,12 +751,13 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .input_mailbox_pointer_63_32()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::input_mailbox_pointer_63_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_input_mailbox_pointer_63_32((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_input_mailbox_pointer_63_32(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -768,12 +769,13 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .input_mailbox_pointer_31_9()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::input_mailbox_pointer_31_9(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_input_mailbox_pointer_31_9((x & 0x7fffff) as u32); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_input_mailbox_pointer_31_9(& mut v, (x & 0x7fffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -807,12 +809,13 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .output_mailbox_pointer_63_32()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::output_mailbox_pointer_63_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_output_mailbox_pointer_63_32((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_output_mailbox_pointer_63_32(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -824,12 +827,13 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .output_mailbox_pointer_31_9()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::output_mailbox_pointer_31_9(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_output_mailbox_pointer_31_9((x & 0x7fffff) as u32); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_output_mailbox_pointer_31_9(& mut v, (x & 0x7fffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -841,12 +845,12 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .output_length()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::output_length(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_output_length((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_output_length(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -858,12 +862,12 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v.token())
-                }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::token(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v.set_token((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_token(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -875,12 +879,12 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .signature()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::signature(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_signature((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_signature(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -898,12 +902,12 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .status_raw()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::status_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_status_raw((x & 0x7f) as u8); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_status_raw(& mut v, (x & 0x7f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -915,12 +919,12 @@ pub const CMD_QUEUE_ENTRY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdQueueEntry::new_unchecked(b); u64::from(v
-                .ownership()) }
+                | b, _ | { let v = CmdQueueEntry::new_unchecked(b);
+                u64::from(CmdQueueEntry::ownership(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b); v
-                .set_ownership(x & 1 != 0); }
+                | b, _, x | { let mut v = CmdQueueEntry::new_unchecked(b);
+                CmdQueueEntry::set_ownership(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -1129,12 +1133,12 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v
-                .next_pointer_63_32()) }
+                | b, _ | { let v = CmdIfBox::new_unchecked(b);
+                u64::from(CmdIfBox::next_pointer_63_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v
-                .set_next_pointer_63_32((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b);
+                CmdIfBox::set_next_pointer_63_32(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1146,12 +1150,12 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v
-                .next_pointer_31_10()) }
+                | b, _ | { let v = CmdIfBox::new_unchecked(b);
+                u64::from(CmdIfBox::next_pointer_31_10(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v
-                .set_next_pointer_31_10((x & 0x3fffff) as u32); }
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b);
+                CmdIfBox::set_next_pointer_31_10(& mut v, (x & 0x3fffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1163,12 +1167,12 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v
-                .block_number()) }
+                | b, _ | { let v = CmdIfBox::new_unchecked(b);
+                u64::from(CmdIfBox::block_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v
-                .set_block_number((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b);
+                CmdIfBox::set_block_number(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1180,11 +1184,12 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v.token()) }
+                | b, _ | { let v = CmdIfBox::new_unchecked(b);
+                u64::from(CmdIfBox::token(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v.set_token((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b);
+                CmdIfBox::set_token(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1196,12 +1201,12 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v
-                .ctrl_signature()) }
+                | b, _ | { let v = CmdIfBox::new_unchecked(b);
+                u64::from(CmdIfBox::ctrl_signature(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v
-                .set_ctrl_signature((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b);
+                CmdIfBox::set_ctrl_signature(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1213,11 +1218,12 @@ pub const CMD_IF_BOX_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdIfBox::new_unchecked(b); u64::from(v.signature()) }
+                | b, _ | { let v = CmdIfBox::new_unchecked(b);
+                u64::from(CmdIfBox::signature(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b); v.set_signature((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CmdIfBox::new_unchecked(b);
+                CmdIfBox::set_signature(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1372,11 +1378,12 @@ pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CmdIn::new_unchecked(b); u64::from(CmdIn::opcode(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CmdIn::new_unchecked(b); CmdIn::set_opcode(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1388,11 +1395,12 @@ pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CmdIn::new_unchecked(b); u64::from(CmdIn::op_mod(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CmdIn::new_unchecked(b); CmdIn::set_op_mod(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1404,12 +1412,12 @@ pub const CMD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { CmdIn::new_unchecked(b).command(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { CmdIn::command(&
+                CmdIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ = CmdIn::new_unchecked(b)
-                .set_command(i, (x & 0xffffffff) as u32); }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = CmdIn::set_command(& mut
+                CmdIn::new_unchecked(b), i, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1536,11 +1544,12 @@ pub const CMD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdOut::new_unchecked(b); u64::from(v.status_raw()) }
+                | b, _ | { let v = CmdOut::new_unchecked(b);
+                u64::from(CmdOut::status_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdOut::new_unchecked(b); v.set_status_raw((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = CmdOut::new_unchecked(b);
+                CmdOut::set_status_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1552,11 +1561,12 @@ pub const CMD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdOut::new_unchecked(b); u64::from(v.syndrome()) }
+                | b, _ | { let v = CmdOut::new_unchecked(b); u64::from(CmdOut::syndrome(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdOut::new_unchecked(b); v.set_syndrome((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdOut::new_unchecked(b);
+                CmdOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1568,12 +1578,12 @@ pub const CMD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdOut::new_unchecked(b); u64::from(v
-                .command_output()) }
+                | b, _ | { let v = CmdOut::new_unchecked(b);
+                u64::from(CmdOut::command_output(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdOut::new_unchecked(b); v
-                .set_command_output((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdOut::new_unchecked(b);
+                CmdOut::set_command_output(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],

@@ -102,12 +102,12 @@ pub const ALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocQCounterIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = AllocQCounterIn::new_unchecked(b);
+                u64::from(AllocQCounterIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b);
+                AllocQCounterIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -119,12 +119,12 @@ pub const ALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocQCounterIn::new_unchecked(b); u64::from(v.uid())
-                }
+                | b, _ | { let v = AllocQCounterIn::new_unchecked(b);
+                u64::from(AllocQCounterIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b); v.set_uid((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b);
+                AllocQCounterIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -136,12 +136,12 @@ pub const ALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocQCounterIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = AllocQCounterIn::new_unchecked(b);
+                u64::from(AllocQCounterIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AllocQCounterIn::new_unchecked(b);
+                AllocQCounterIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -249,12 +249,12 @@ pub const ALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocQCounterOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = AllocQCounterOut::new_unchecked(b);
+                u64::from(AllocQCounterOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b);
+                AllocQCounterOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -266,12 +266,12 @@ pub const ALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocQCounterOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = AllocQCounterOut::new_unchecked(b);
+                u64::from(AllocQCounterOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b);
+                AllocQCounterOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -283,12 +283,12 @@ pub const ALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocQCounterOut::new_unchecked(b); u64::from(v
-                .counter_set_id()) }
+                | b, _ | { let v = AllocQCounterOut::new_unchecked(b);
+                u64::from(AllocQCounterOut::counter_set_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b); v
-                .set_counter_set_id((x & 0xff) as u8); }
+                | b, _, x | { let mut v = AllocQCounterOut::new_unchecked(b);
+                AllocQCounterOut::set_counter_set_id(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -396,12 +396,12 @@ pub const DEALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b);
+                u64::from(DeallocQCounterIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b);
+                DeallocQCounterIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -413,12 +413,12 @@ pub const DEALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b);
+                u64::from(DeallocQCounterIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b);
+                DeallocQCounterIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -430,12 +430,12 @@ pub const DEALLOC_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b); u64::from(v
-                .counter_set_id()) }
+                | b, _ | { let v = DeallocQCounterIn::new_unchecked(b);
+                u64::from(DeallocQCounterIn::counter_set_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b); v
-                .set_counter_set_id((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DeallocQCounterIn::new_unchecked(b);
+                DeallocQCounterIn::set_counter_set_id(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -524,12 +524,12 @@ pub const DEALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocQCounterOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = DeallocQCounterOut::new_unchecked(b);
+                u64::from(DeallocQCounterOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocQCounterOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DeallocQCounterOut::new_unchecked(b);
+                DeallocQCounterOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -541,12 +541,12 @@ pub const DEALLOC_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocQCounterOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DeallocQCounterOut::new_unchecked(b);
+                u64::from(DeallocQCounterOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocQCounterOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DeallocQCounterOut::new_unchecked(b);
+                DeallocQCounterOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -716,12 +716,12 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b);
+                u64::from(QueryQCounterIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b);
+                QueryQCounterIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -733,12 +733,12 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b);
+                u64::from(QueryQCounterIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b);
+                QueryQCounterIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -750,12 +750,12 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b);
+                u64::from(QueryQCounterIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b);
+                QueryQCounterIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -767,12 +767,12 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b);
+                u64::from(QueryQCounterIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b);
+                QueryQCounterIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -784,12 +784,12 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
-                .clear()) }
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b);
+                u64::from(QueryQCounterIn::clear(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
-                .set_clear(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b);
+                QueryQCounterIn::set_clear(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -801,12 +801,12 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
-                .aggregate()) }
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b);
+                u64::from(QueryQCounterIn::aggregate(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
-                .set_aggregate(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b);
+                QueryQCounterIn::set_aggregate(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -818,12 +818,12 @@ pub const QUERY_Q_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterIn::new_unchecked(b); u64::from(v
-                .counter_set_id()) }
+                | b, _ | { let v = QueryQCounterIn::new_unchecked(b);
+                u64::from(QueryQCounterIn::counter_set_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b); v
-                .set_counter_set_id((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryQCounterIn::new_unchecked(b);
+                QueryQCounterIn::set_counter_set_id(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1540,12 +1540,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1557,12 +1557,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1574,12 +1574,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .rx_write_requests()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::rx_write_requests(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_rx_write_requests((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_rx_write_requests(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1591,12 +1592,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .rx_read_requests()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::rx_read_requests(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_rx_read_requests((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_rx_read_requests(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1608,12 +1610,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .rx_atomic_requests()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::rx_atomic_requests(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_rx_atomic_requests((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_rx_atomic_requests(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1625,12 +1628,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .rx_dct_connect()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::rx_dct_connect(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_rx_dct_connect((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_rx_dct_connect(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1642,12 +1645,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .out_of_buffer()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::out_of_buffer(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_out_of_buffer((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_out_of_buffer(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1659,12 +1662,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .out_of_sequence()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::out_of_sequence(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_out_of_sequence((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_out_of_sequence(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1676,12 +1680,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .duplicate_request()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::duplicate_request(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_duplicate_request((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_duplicate_request(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1693,12 +1698,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .rnr_nak_retry_err()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::rnr_nak_retry_err(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_rnr_nak_retry_err((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_rnr_nak_retry_err(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1710,12 +1716,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .packet_seq_err()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::packet_seq_err(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_packet_seq_err((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_packet_seq_err(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1727,12 +1733,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .implied_nak_seq_err()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::implied_nak_seq_err(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_implied_nak_seq_err((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_implied_nak_seq_err(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1744,12 +1751,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .local_ack_timeout_err()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::local_ack_timeout_err(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_local_ack_timeout_err((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_local_ack_timeout_err(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1761,12 +1769,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_rnr_retries_exceeded()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_rnr_retries_exceeded(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_rnr_retries_exceeded((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_rnr_retries_exceeded(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1778,12 +1787,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .resp_local_length_error()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::resp_local_length_error(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_resp_local_length_error((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_resp_local_length_error(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1795,12 +1805,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_local_length_error()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_local_length_error(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_local_length_error((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_local_length_error(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1812,12 +1823,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .resp_local_qp_error()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::resp_local_qp_error(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_resp_local_qp_error((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_resp_local_qp_error(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1829,12 +1841,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .local_operation_error()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::local_operation_error(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_local_operation_error((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_local_operation_error(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1846,12 +1859,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .resp_local_protection()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::resp_local_protection(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_resp_local_protection((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_resp_local_protection(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1863,12 +1877,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_local_protection()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_local_protection(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_local_protection((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_local_protection(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1880,12 +1895,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .resp_cqe_error()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::resp_cqe_error(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_resp_cqe_error((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_resp_cqe_error(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1897,12 +1912,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_cqe_error()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_cqe_error(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_cqe_error((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_cqe_error(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1914,12 +1929,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_mw_binding()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_mw_binding(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_mw_binding((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_mw_binding(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1931,12 +1946,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_bad_response()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_bad_response(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_bad_response((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_bad_response(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1948,12 +1964,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_remote_invalid_request()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_remote_invalid_request(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_remote_invalid_request((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_remote_invalid_request(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1965,12 +1982,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .resp_remote_invalid_request()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::resp_remote_invalid_request(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_resp_remote_invalid_request((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_resp_remote_invalid_request(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1982,12 +2000,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_remote_access_errors()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_remote_access_errors(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_remote_access_errors((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_remote_access_errors(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1999,12 +2018,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .resp_remote_access_errors()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::resp_remote_access_errors(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_resp_remote_access_errors((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_resp_remote_access_errors(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2016,12 +2036,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_remote_operation_errors()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_remote_operation_errors(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_remote_operation_errors((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_remote_operation_errors(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2033,12 +2054,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_transport_retries_exceeded()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_transport_retries_exceeded(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_transport_retries_exceeded((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_transport_retries_exceeded(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2050,12 +2072,12 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .cq_overflow()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::cq_overflow(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_cq_overflow((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_cq_overflow(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2067,12 +2089,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .resp_cqe_flush_error()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::resp_cqe_flush_error(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_resp_cqe_flush_error((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_resp_cqe_flush_error(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2084,12 +2107,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .req_cqe_flush_error()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::req_cqe_flush_error(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_req_cqe_flush_error((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_req_cqe_flush_error(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2101,12 +2125,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .roce_adp_retrans()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::roce_adp_retrans(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_roce_adp_retrans((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_roce_adp_retrans(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2118,12 +2143,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .roce_adp_retrans_to()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::roce_adp_retrans_to(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_roce_adp_retrans_to((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_roce_adp_retrans_to(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2135,12 +2161,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .roce_slow_restart()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::roce_slow_restart(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_roce_slow_restart((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_roce_slow_restart(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2152,12 +2179,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .roce_slow_restart_cnps()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::roce_slow_restart_cnps(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_roce_slow_restart_cnps((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_roce_slow_restart_cnps(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2169,12 +2197,13 @@ pub const QUERY_Q_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQCounterOut::new_unchecked(b); u64::from(v
-                .roce_slow_restart_trans()) }
+                | b, _ | { let v = QueryQCounterOut::new_unchecked(b);
+                u64::from(QueryQCounterOut::roce_slow_restart_trans(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b); v
-                .set_roce_slow_restart_trans((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQCounterOut::new_unchecked(b);
+                QueryQCounterOut::set_roce_slow_restart_trans(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
     ],
@@ -2364,12 +2393,12 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b);
+                u64::from(QueryVportCounterIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b);
+                QueryVportCounterIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2381,12 +2410,12 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b);
+                u64::from(QueryVportCounterIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b);
+                QueryVportCounterIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2398,12 +2427,12 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b);
+                u64::from(QueryVportCounterIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b);
+                QueryVportCounterIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2415,12 +2444,12 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
-                .port_num()) }
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b);
+                u64::from(QueryVportCounterIn::port_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
-                .set_port_num((x & 0xf) as u8); }
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b);
+                QueryVportCounterIn::set_port_num(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2432,12 +2461,12 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b);
+                u64::from(QueryVportCounterIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b);
+                QueryVportCounterIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2449,12 +2478,12 @@ pub const QUERY_VPORT_COUNTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b); u64::from(v
-                .clear()) }
+                | b, _ | { let v = QueryVportCounterIn::new_unchecked(b);
+                u64::from(QueryVportCounterIn::clear(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b); v
-                .set_clear(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryVportCounterIn::new_unchecked(b);
+                QueryVportCounterIn::set_clear(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -2552,12 +2581,12 @@ pub const TRAFFIC_COUNTER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = TrafficCounter::new_unchecked(b); u64::from(v
-                .packets()) }
+                | b, _ | { let v = TrafficCounter::new_unchecked(b);
+                u64::from(TrafficCounter::packets(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = TrafficCounter::new_unchecked(b); v
-                .set_packets((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = TrafficCounter::new_unchecked(b);
+                TrafficCounter::set_packets(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2569,12 +2598,12 @@ pub const TRAFFIC_COUNTER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = TrafficCounter::new_unchecked(b); u64::from(v
-                .octets()) }
+                | b, _ | { let v = TrafficCounter::new_unchecked(b);
+                u64::from(TrafficCounter::octets(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = TrafficCounter::new_unchecked(b); v
-                .set_octets((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = TrafficCounter::new_unchecked(b);
+                TrafficCounter::set_octets(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -2888,12 +2917,12 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportCounterOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QueryVportCounterOut::new_unchecked(b);
+                u64::from(QueryVportCounterOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportCounterOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryVportCounterOut::new_unchecked(b);
+                QueryVportCounterOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2905,12 +2934,12 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportCounterOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryVportCounterOut::new_unchecked(b);
+                u64::from(QueryVportCounterOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportCounterOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryVportCounterOut::new_unchecked(b);
+                QueryVportCounterOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2928,8 +2957,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.received_errors(); Some(sub.storage().as_ptr()
-                as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::received_errors(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2945,8 +2974,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.transmit_errors(); Some(sub.storage().as_ptr()
-                as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::transmit_errors(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2962,8 +2991,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.received_ib_unicast(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::received_ib_unicast(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2979,8 +3008,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.transmitted_ib_unicast(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::transmitted_ib_unicast(&
+                v); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2996,8 +3025,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.received_ib_multicast(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::received_ib_multicast(&
+                v); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3013,8 +3042,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.transmitted_ib_multicast(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::transmitted_ib_multicast(&
+                v); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3030,8 +3059,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.received_eth_broadcast(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::received_eth_broadcast(&
+                v); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3047,8 +3076,9 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.transmitted_eth_broadcast(); Some(sub
-                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub =
+                QueryVportCounterOut::transmitted_eth_broadcast(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3064,8 +3094,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.received_eth_unicast(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::received_eth_unicast(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3081,8 +3111,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.transmitted_eth_unicast(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::transmitted_eth_unicast(&
+                v); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3098,8 +3128,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.received_eth_multicast(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::received_eth_multicast(&
+                v); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3115,8 +3145,9 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.transmitted_eth_multicast(); Some(sub
-                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub =
+                QueryVportCounterOut::transmitted_eth_multicast(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3132,8 +3163,8 @@ pub const QUERY_VPORT_COUNTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVportCounterOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.local_loopback(); Some(sub.storage().as_ptr()
-                as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryVportCounterOut::local_loopback(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -3334,12 +3365,12 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b);
+                u64::from(QueryVnicEnvIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b);
+                QueryVnicEnvIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3351,12 +3382,12 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b);
+                u64::from(QueryVnicEnvIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b);
+                QueryVnicEnvIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3368,12 +3399,12 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b);
+                u64::from(QueryVnicEnvIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b);
+                QueryVnicEnvIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3385,12 +3416,12 @@ pub const QUERY_VNIC_ENV_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = QueryVnicEnvIn::new_unchecked(b);
+                u64::from(QueryVnicEnvIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVnicEnvIn::new_unchecked(b);
+                QueryVnicEnvIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -3498,12 +3529,12 @@ pub const QUERY_VNIC_ENV_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVnicEnvOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QueryVnicEnvOut::new_unchecked(b);
+                u64::from(QueryVnicEnvOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVnicEnvOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryVnicEnvOut::new_unchecked(b);
+                QueryVnicEnvOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3515,12 +3546,12 @@ pub const QUERY_VNIC_ENV_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVnicEnvOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryVnicEnvOut::new_unchecked(b);
+                u64::from(QueryVnicEnvOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVnicEnvOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryVnicEnvOut::new_unchecked(b);
+                QueryVnicEnvOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3538,8 +3569,8 @@ pub const QUERY_VNIC_ENV_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 528 { return
                 None; } let v = QueryVnicEnvOut::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.vport_env(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                None; } let sub = QueryVnicEnvOut::vport_env(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -3874,11 +3905,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.counter_error_queues()) }
+                u64::from(VnicDiagnosticStatistics::counter_error_queues(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_counter_error_queues((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_counter_error_queues(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3891,11 +3923,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.total_error_queues()) }
+                u64::from(VnicDiagnosticStatistics::total_error_queues(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_total_error_queues((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_total_error_queues(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3908,11 +3941,13 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.send_queue_priority_update_flow()) }
+                u64::from(VnicDiagnosticStatistics::send_queue_priority_update_flow(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_send_queue_priority_update_flow((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_send_queue_priority_update_flow(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3925,11 +3960,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.nic_receive_steering_discard()) }
+                u64::from(VnicDiagnosticStatistics::nic_receive_steering_discard(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_nic_receive_steering_discard((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_nic_receive_steering_discard(& mut v, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3942,11 +3978,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.receive_discard_vport_down()) }
+                u64::from(VnicDiagnosticStatistics::receive_discard_vport_down(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_receive_discard_vport_down((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_receive_discard_vport_down(& mut v, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3959,11 +3996,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.transmit_discard_vport_down()) }
+                u64::from(VnicDiagnosticStatistics::transmit_discard_vport_down(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_transmit_discard_vport_down((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_transmit_discard_vport_down(& mut v, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3976,11 +4014,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.async_eq_overrun()) }
+                u64::from(VnicDiagnosticStatistics::async_eq_overrun(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_async_eq_overrun((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_async_eq_overrun(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3993,11 +4032,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.comp_eq_overrun()) }
+                u64::from(VnicDiagnosticStatistics::comp_eq_overrun(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_comp_eq_overrun((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_comp_eq_overrun(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4010,11 +4050,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.invalid_command()) }
+                u64::from(VnicDiagnosticStatistics::invalid_command(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_invalid_command((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_invalid_command(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4027,11 +4068,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.quota_exceeded_command()) }
+                u64::from(VnicDiagnosticStatistics::quota_exceeded_command(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_quota_exceeded_command((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_quota_exceeded_command(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4044,11 +4086,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.internal_rq_out_of_buffer()) }
+                u64::from(VnicDiagnosticStatistics::internal_rq_out_of_buffer(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_internal_rq_out_of_buffer((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_internal_rq_out_of_buffer(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4061,11 +4104,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.cq_overrun()) }
+                u64::from(VnicDiagnosticStatistics::cq_overrun(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_cq_overrun((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_cq_overrun(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4078,11 +4122,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.eth_wqe_too_small()) }
+                u64::from(VnicDiagnosticStatistics::eth_wqe_too_small(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_eth_wqe_too_small((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_eth_wqe_too_small(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4095,11 +4140,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.generated_pkt_steering_fail()) }
+                u64::from(VnicDiagnosticStatistics::generated_pkt_steering_fail(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_generated_pkt_steering_fail((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_generated_pkt_steering_fail(& mut v, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4112,11 +4158,12 @@ pub const VNIC_DIAGNOSTIC_STATISTICS_ACCESS: rt::reflect::LayoutAccess = rt::ref
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = VnicDiagnosticStatistics::new_unchecked(b);
-                u64::from(v.handled_pkt_steering_fail()) }
+                u64::from(VnicDiagnosticStatistics::handled_pkt_steering_fail(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b); v
-                .set_handled_pkt_steering_fail((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = VnicDiagnosticStatistics::new_unchecked(b);
+                VnicDiagnosticStatistics::set_handled_pkt_steering_fail(& mut v, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
     ],

@@ -764,11 +764,11 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_status((x & 0xf)
-                as u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_status(& mut v,
+                (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -780,11 +780,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.dbr_umem_valid()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::dbr_umem_valid(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_dbr_umem_valid(x &
-                1 != 0); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_dbr_umem_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -796,11 +797,11 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.apu_cq()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::apu_cq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_apu_cq(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_apu_cq(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -818,11 +819,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cqe_sz_raw()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::cqe_sz_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cqe_sz_raw((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_cqe_sz_raw(&
+                mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -834,10 +836,11 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cc()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::cc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cc(x & 1 != 0); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_cc(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -849,12 +852,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
-                .scqe_break_moderation_en()) }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::scqe_break_moderation_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_scqe_break_moderation_en(x & 1 != 0); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_scqe_break_moderation_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -866,10 +869,11 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.oi()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::oi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_oi(x & 1 != 0); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_oi(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -887,12 +891,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
-                .cq_period_mode_raw()) }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::cq_period_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_cq_period_mode_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_cq_period_mode_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -904,11 +908,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cqe_comp_en()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::cqe_comp_en(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cqe_comp_en(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_cqe_comp_en(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -920,12 +925,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
-                .mini_cqe_res_format()) }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::mini_cqe_res_format(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_mini_cqe_res_format((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_mini_cqe_res_format(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -937,11 +942,11 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.st()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::st(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_st((x & 0xf) as
-                u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_st(& mut v, (x
+                & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -953,12 +958,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
-                .cqe_compression_layout()) }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::cqe_compression_layout(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_cqe_compression_layout((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_cqe_compression_layout(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -970,11 +975,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.page_offset()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::page_offset(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_page_offset((x &
-                0x3f) as u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_page_offset(&
+                mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -986,11 +992,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.log_cq_size()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::log_cq_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_log_cq_size((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_log_cq_size(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1002,11 +1009,11 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.uar_page()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::uar_page(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_uar_page((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_uar_page(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1018,11 +1025,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cq_period()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::cq_period(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cq_period((x &
-                0xfff) as u16); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_cq_period(& mut
+                v, (x & 0xfff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1034,11 +1042,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.cq_max_count()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::cq_max_count(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_cq_max_count((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_cq_max_count(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1050,12 +1059,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
-                .c_eqn_or_apu_element()) }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::c_eqn_or_apu_element(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_c_eqn_or_apu_element((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_c_eqn_or_apu_element(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1067,11 +1076,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.log_page_size()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::log_page_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_log_page_size((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_log_page_size(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1083,12 +1093,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
-                .last_notified_index()) }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::last_notified_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_last_notified_index((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_last_notified_index(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1100,12 +1110,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v
-                .last_solicit_index()) }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::last_solicit_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_last_solicit_index((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_last_solicit_index(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1117,12 +1127,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.consumer_counter())
-                }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::consumer_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_consumer_counter((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_consumer_counter(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1134,12 +1144,12 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.producer_counter())
-                }
+                | b, _ | { let v = Cqc::new_unchecked(b);
+                u64::from(Cqc::producer_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v
-                .set_producer_counter((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b);
+                Cqc::set_producer_counter(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1151,11 +1161,11 @@ pub const CQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(v.dbr_addr()) }
+                | b, _ | { let v = Cqc::new_unchecked(b); u64::from(Cqc::dbr_addr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqc::new_unchecked(b); v.set_dbr_addr((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = Cqc::new_unchecked(b); Cqc::set_dbr_addr(& mut
+                v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -1347,11 +1357,12 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateCqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CreateCqIn::new_unchecked(b);
+                u64::from(CreateCqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b);
+                CreateCqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1363,11 +1374,12 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateCqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateCqIn::new_unchecked(b);
+                u64::from(CreateCqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b);
+                CreateCqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1379,11 +1391,12 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateCqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CreateCqIn::new_unchecked(b);
+                u64::from(CreateCqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b);
+                CreateCqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1395,12 +1408,12 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateCqIn::new_unchecked(b); u64::from(v
-                .cq_umem_valid()) }
+                | b, _ | { let v = CreateCqIn::new_unchecked(b);
+                u64::from(CreateCqIn::cq_umem_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b); v
-                .set_cq_umem_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = CreateCqIn::new_unchecked(b);
+                CreateCqIn::set_cq_umem_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1412,13 +1425,12 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { CreateCqIn::new_unchecked(b).pas(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { CreateCqIn::pas(&
+                CreateCqIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                CreateCqIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
-                }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = CreateCqIn::set_pas(&
+                mut CreateCqIn::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -1436,8 +1448,8 @@ pub const CREATE_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = CreateCqIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.cq_context(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = CreateCqIn::cq_context(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -1600,11 +1612,12 @@ pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateCqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = CreateCqOut::new_unchecked(b);
+                u64::from(CreateCqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b);
+                CreateCqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1616,12 +1629,12 @@ pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateCqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = CreateCqOut::new_unchecked(b);
+                u64::from(CreateCqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b);
+                CreateCqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1633,11 +1646,12 @@ pub const CREATE_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateCqOut::new_unchecked(b); u64::from(v.cqn()) }
+                | b, _ | { let v = CreateCqOut::new_unchecked(b);
+                u64::from(CreateCqOut::cqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b); v.set_cqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateCqOut::new_unchecked(b);
+                CreateCqOut::set_cqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1767,11 +1781,12 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyCqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = DestroyCqIn::new_unchecked(b);
+                u64::from(DestroyCqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b);
+                DestroyCqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1783,11 +1798,12 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyCqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DestroyCqIn::new_unchecked(b);
+                u64::from(DestroyCqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b);
+                DestroyCqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1799,11 +1815,12 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyCqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = DestroyCqIn::new_unchecked(b);
+                u64::from(DestroyCqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b);
+                DestroyCqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1815,11 +1832,12 @@ pub const DESTROY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyCqIn::new_unchecked(b); u64::from(v.cqn()) }
+                | b, _ | { let v = DestroyCqIn::new_unchecked(b);
+                u64::from(DestroyCqIn::cqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b); v.set_cqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyCqIn::new_unchecked(b);
+                DestroyCqIn::set_cqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1908,12 +1926,12 @@ pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyCqOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DestroyCqOut::new_unchecked(b);
+                u64::from(DestroyCqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyCqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyCqOut::new_unchecked(b);
+                DestroyCqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1925,12 +1943,12 @@ pub const DESTROY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyCqOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyCqOut::new_unchecked(b);
+                u64::from(DestroyCqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyCqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyCqOut::new_unchecked(b);
+                DestroyCqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2039,11 +2057,12 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryCqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = QueryCqIn::new_unchecked(b);
+                u64::from(QueryCqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b);
+                QueryCqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2055,11 +2074,12 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryCqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = QueryCqIn::new_unchecked(b);
+                u64::from(QueryCqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b);
+                QueryCqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2071,11 +2091,12 @@ pub const QUERY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryCqIn::new_unchecked(b); u64::from(v.cqn()) }
+                | b, _ | { let v = QueryCqIn::new_unchecked(b);
+                u64::from(QueryCqIn::cqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b); v.set_cqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = QueryCqIn::new_unchecked(b);
+                QueryCqIn::set_cqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -2227,11 +2248,12 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryCqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = QueryCqOut::new_unchecked(b);
+                u64::from(QueryCqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryCqOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = QueryCqOut::new_unchecked(b);
+                QueryCqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2243,12 +2265,12 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryCqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = QueryCqOut::new_unchecked(b);
+                u64::from(QueryCqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryCqOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryCqOut::new_unchecked(b);
+                QueryCqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2260,13 +2282,12 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { QueryCqOut::new_unchecked(b).pas(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { QueryCqOut::pas(&
+                QueryCqOut::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                QueryCqOut::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
-                }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = QueryCqOut::set_pas(&
+                mut QueryCqOut::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -2284,8 +2305,8 @@ pub const QUERY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = QueryCqOut::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.cq_context(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = QueryCqOut::cq_context(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2568,11 +2589,12 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b);
+                u64::from(ModifyCqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b);
+                ModifyCqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2584,11 +2606,12 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b);
+                u64::from(ModifyCqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b);
+                ModifyCqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2600,11 +2623,12 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b);
+                u64::from(ModifyCqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b);
+                ModifyCqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2616,11 +2640,12 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v.cqn()) }
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b);
+                u64::from(ModifyCqIn::cqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v.set_cqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b);
+                ModifyCqIn::set_cqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2632,12 +2657,12 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyCqIn::new_unchecked(b); u64::from(v
-                .cq_umem_valid()) }
+                | b, _ | { let v = ModifyCqIn::new_unchecked(b);
+                u64::from(ModifyCqIn::cq_umem_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b); v
-                .set_cq_umem_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyCqIn::new_unchecked(b);
+                ModifyCqIn::set_cq_umem_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2649,13 +2674,12 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { ModifyCqIn::new_unchecked(b).pas(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { ModifyCqIn::pas(&
+                ModifyCqIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                ModifyCqIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
-                }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = ModifyCqIn::set_pas(&
+                mut ModifyCqIn::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -2675,8 +2699,8 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = ModifyCqIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.modify_field_select_resize_field_select(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                let sub = ModifyCqIn::modify_field_select_resize_field_select(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2692,8 +2716,8 @@ pub const MODIFY_CQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = ModifyCqIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.cq_context(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = ModifyCqIn::cq_context(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2825,12 +2849,13 @@ pub const MODIFY_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyFieldSelect::new_unchecked(b); u64::from(v
-                .modify_field_select()) }
+                | b, _ | { let v = ModifyFieldSelect::new_unchecked(b);
+                u64::from(ModifyFieldSelect::modify_field_select(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyFieldSelect::new_unchecked(b); v
-                .set_modify_field_select((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ModifyFieldSelect::new_unchecked(b);
+                ModifyFieldSelect::set_modify_field_select(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
     ],
@@ -2912,12 +2937,13 @@ pub const RESIZE_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ResizeFieldSelect::new_unchecked(b); u64::from(v
-                .resize_field_select()) }
+                | b, _ | { let v = ResizeFieldSelect::new_unchecked(b);
+                u64::from(ResizeFieldSelect::resize_field_select(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ResizeFieldSelect::new_unchecked(b); v
-                .set_resize_field_select((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ResizeFieldSelect::new_unchecked(b);
+                ResizeFieldSelect::set_resize_field_select(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
     ],
@@ -3006,11 +3032,12 @@ pub const MODIFY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyCqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = ModifyCqOut::new_unchecked(b);
+                u64::from(ModifyCqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyCqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = ModifyCqOut::new_unchecked(b);
+                ModifyCqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3022,12 +3049,12 @@ pub const MODIFY_CQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyCqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = ModifyCqOut::new_unchecked(b);
+                u64::from(ModifyCqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyCqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ModifyCqOut::new_unchecked(b);
+                ModifyCqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3116,7 +3143,7 @@ impl<B: rt::Bytes> ModifyFieldSelectResizeFieldSelectAuto<B> {
         ModifyFieldSelectResizeFieldSelectAutoRef<B::Sub<'_>>,
         rt::UnknownValue,
     > {
-        self.select(u64::from(selector.op_mod()))
+        self.select(u64::from(ModifyCqIn::op_mod(&selector)))
     }
 }
 impl<B: rt::BytesMut> ModifyFieldSelectResizeFieldSelectAuto<B> {

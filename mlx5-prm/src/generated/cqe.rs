@@ -1454,12 +1454,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
-                .tls_offload_raw()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::tls_offload_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
-                .set_tls_offload_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_tls_offload_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1471,12 +1471,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
-                .outer_l3_tunneled()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::outer_l3_tunneled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
-                .set_outer_l3_tunneled(x & 1 != 0); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_outer_l3_tunneled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1488,11 +1488,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.wqe_id()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::wqe_id(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_wqe_id((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_wqe_id(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1504,12 +1505,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
-                .lro_tcppsh_abort_dupack()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::lro_tcppsh_abort_dupack(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
-                .set_lro_tcppsh_abort_dupack((x & 0xff) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_lro_tcppsh_abort_dupack(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1521,11 +1522,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.lro_min_ttl()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::lro_min_ttl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_lro_min_ttl((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_lro_min_ttl(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1537,11 +1539,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.lro_tcp_win()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::lro_tcp_win(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_lro_tcp_win((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_lro_tcp_win(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1553,12 +1556,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
-                .lro_ack_seq_num()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::lro_ack_seq_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
-                .set_lro_ack_seq_num((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_lro_ack_seq_num(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1570,12 +1573,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
-                .rss_hash_result()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::rss_hash_result(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
-                .set_rss_hash_result((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_rss_hash_result(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1587,12 +1590,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.rss_hash_type())
-                }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::rss_hash_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_rss_hash_type((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_rss_hash_type(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1604,11 +1607,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.ml_path()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::ml_path(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_ml_path((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_ml_path(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1620,11 +1624,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.check_sum()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::check_sum(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_check_sum((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_check_sum(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1636,11 +1641,11 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.slid()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::slid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_slid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_slid(& mut
+                v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1652,11 +1657,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.flags()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::flags(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_flags((x & 0xff)
-                as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_flags(& mut
+                v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1668,11 +1674,11 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.rqpn()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::rqpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_rqpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_rqpn(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1684,11 +1690,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.l4_ok()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::l4_ok(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_l4_ok(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_l4_ok(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1700,11 +1707,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.l3_ok()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::l3_ok(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_l3_ok(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_l3_ok(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1716,11 +1724,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.l2_ok()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::l2_ok(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_l2_ok(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_l2_ok(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1738,12 +1747,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
-                .l4_hdr_type_raw()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::l4_hdr_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
-                .set_l4_hdr_type_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_l4_hdr_type_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1761,12 +1770,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v
-                .l3_hdr_type_raw()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::l3_hdr_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v
-                .set_l3_hdr_type_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_l3_hdr_type_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1778,11 +1787,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.has_vlan()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::has_vlan(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_has_vlan(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_has_vlan(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1794,11 +1804,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.vlan_info()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::vlan_info(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_vlan_info((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_vlan_info(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1810,11 +1821,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.lro_num_seg()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::lro_num_seg(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_lro_num_seg((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_lro_num_seg(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1826,11 +1838,11 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.srqn()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::srqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_srqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_srqn(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1842,11 +1854,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.immediate()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::immediate(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_immediate((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_immediate(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1858,11 +1871,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.byte_cnt()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::byte_cnt(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_byte_cnt((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_byte_cnt(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1874,11 +1888,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.timestamp()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::timestamp(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_timestamp((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_timestamp(&
+                mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1890,11 +1905,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.s_wqe_opcode()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::s_wqe_opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_s_wqe_opcode((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_s_wqe_opcode(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1906,11 +1922,11 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_qpn(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1922,11 +1938,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.wqe_counter()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b);
+                u64::from(Cqe64::wqe_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_wqe_counter((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_wqe_counter(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1938,11 +1955,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.signature()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::signature(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_signature((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_signature(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1960,11 +1978,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.opcode_raw()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::opcode_raw(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_opcode_raw((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_opcode_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1982,11 +2001,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.format_raw()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::format_raw(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_format_raw((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b);
+                Cqe64::set_format_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1998,11 +2018,11 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.se()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::se(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_se(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_se(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2014,11 +2034,12 @@ pub const CQE64_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(v.owner()) }
+                | b, _ | { let v = Cqe64::new_unchecked(b); u64::from(Cqe64::owner(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Cqe64::new_unchecked(b); v.set_owner(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Cqe64::new_unchecked(b); Cqe64::set_owner(& mut
+                v, x & 1 != 0); }
             ),
         },
     ],
@@ -2271,11 +2292,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.srqn()) }
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(ErrCqe::srqn(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_srqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); ErrCqe::set_srqn(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2287,12 +2309,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v
-                .vendor_err_synd()) }
+                | b, _ | { let v = ErrCqe::new_unchecked(b);
+                u64::from(ErrCqe::vendor_err_synd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v
-                .set_vendor_err_synd((x & 0xff) as u8); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b);
+                ErrCqe::set_vendor_err_synd(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2310,12 +2332,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.syndrome_raw())
-                }
+                | b, _ | { let v = ErrCqe::new_unchecked(b);
+                u64::from(ErrCqe::syndrome_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_syndrome_raw((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b);
+                ErrCqe::set_syndrome_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2327,12 +2349,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.s_wqe_opcode())
-                }
+                | b, _ | { let v = ErrCqe::new_unchecked(b);
+                u64::from(ErrCqe::s_wqe_opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_s_wqe_opcode((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b);
+                ErrCqe::set_s_wqe_opcode(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2344,11 +2366,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(ErrCqe::qpn(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); ErrCqe::set_qpn(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2360,11 +2383,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.wqe_counter()) }
+                | b, _ | { let v = ErrCqe::new_unchecked(b);
+                u64::from(ErrCqe::wqe_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_wqe_counter((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b);
+                ErrCqe::set_wqe_counter(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2376,11 +2400,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.signature()) }
+                | b, _ | { let v = ErrCqe::new_unchecked(b);
+                u64::from(ErrCqe::signature(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_signature((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b);
+                ErrCqe::set_signature(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2398,11 +2423,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.opcode_raw()) }
+                | b, _ | { let v = ErrCqe::new_unchecked(b);
+                u64::from(ErrCqe::opcode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_opcode_raw((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b);
+                ErrCqe::set_opcode_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2414,11 +2440,12 @@ pub const ERR_CQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(v.owner()) }
+                | b, _ | { let v = ErrCqe::new_unchecked(b); u64::from(ErrCqe::owner(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); v.set_owner(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = ErrCqe::new_unchecked(b); ErrCqe::set_owner(&
+                mut v, x & 1 != 0); }
             ),
         },
     ],

@@ -350,11 +350,12 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateEqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CreateEqIn::new_unchecked(b);
+                u64::from(CreateEqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b);
+                CreateEqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -366,11 +367,12 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateEqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateEqIn::new_unchecked(b);
+                u64::from(CreateEqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b);
+                CreateEqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -382,11 +384,12 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateEqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CreateEqIn::new_unchecked(b);
+                u64::from(CreateEqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateEqIn::new_unchecked(b);
+                CreateEqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -398,12 +401,12 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { CreateEqIn::new_unchecked(b)
-                .event_bitmask(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { CreateEqIn::event_bitmask(&
+                CreateEqIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                CreateEqIn::new_unchecked(b).set_event_bitmask(i, (x &
+                CreateEqIn::set_event_bitmask(& mut CreateEqIn::new_unchecked(b), i, (x &
                 0xffffffffffffffff) as u64); }
             ),
         },
@@ -416,13 +419,12 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { CreateEqIn::new_unchecked(b).pas(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { CreateEqIn::pas(&
+                CreateEqIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                CreateEqIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
-                }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = CreateEqIn::set_pas(&
+                mut CreateEqIn::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -440,8 +442,8 @@ pub const CREATE_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = CreateEqIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.eq_context_entry(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = CreateEqIn::eq_context_entry(& v); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -837,11 +839,12 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.status_raw()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::status_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_status_raw((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_status_raw(&
+                mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -853,10 +856,11 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.ec()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::ec(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_ec(x & 1 != 0); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_ec(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -868,10 +872,11 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.oi()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::oi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_oi(x & 1 != 0); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_oi(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -889,11 +894,11 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.st_raw()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::st_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_st_raw((x & 0xf)
-                as u8); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_st_raw(& mut v,
+                (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -905,11 +910,12 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.page_offset()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::page_offset(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_page_offset((x &
-                0x3f) as u8); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_page_offset(&
+                mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -921,11 +927,12 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.log_eq_size()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::log_eq_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_log_eq_size((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_log_eq_size(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -937,11 +944,11 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.uar_page()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::uar_page(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_uar_page((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_uar_page(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -953,11 +960,11 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.intr()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::intr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_intr((x & 0xfff)
-                as u16); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_intr(& mut v,
+                (x & 0xfff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -969,11 +976,12 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.log_page_size()) }
+                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(Eqc::log_page_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v.set_log_page_size((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b); Eqc::set_log_page_size(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -985,12 +993,12 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.consumer_counter())
-                }
+                | b, _ | { let v = Eqc::new_unchecked(b);
+                u64::from(Eqc::consumer_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v
-                .set_consumer_counter((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b);
+                Eqc::set_consumer_counter(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1002,12 +1010,12 @@ pub const EQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqc::new_unchecked(b); u64::from(v.producer_counter())
-                }
+                | b, _ | { let v = Eqc::new_unchecked(b);
+                u64::from(Eqc::producer_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqc::new_unchecked(b); v
-                .set_producer_counter((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Eqc::new_unchecked(b);
+                Eqc::set_producer_counter(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1132,11 +1140,12 @@ pub const CREATE_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateEqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = CreateEqOut::new_unchecked(b);
+                u64::from(CreateEqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b);
+                CreateEqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1148,12 +1157,12 @@ pub const CREATE_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateEqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = CreateEqOut::new_unchecked(b);
+                u64::from(CreateEqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b);
+                CreateEqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1165,12 +1174,12 @@ pub const CREATE_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateEqOut::new_unchecked(b); u64::from(v
-                .eq_number()) }
+                | b, _ | { let v = CreateEqOut::new_unchecked(b);
+                u64::from(CreateEqOut::eq_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b); v
-                .set_eq_number((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateEqOut::new_unchecked(b);
+                CreateEqOut::set_eq_number(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1278,11 +1287,12 @@ pub const DESTROY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyEqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = DestroyEqIn::new_unchecked(b);
+                u64::from(DestroyEqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b);
+                DestroyEqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1294,11 +1304,12 @@ pub const DESTROY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyEqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = DestroyEqIn::new_unchecked(b);
+                u64::from(DestroyEqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b);
+                DestroyEqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1310,12 +1321,12 @@ pub const DESTROY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyEqIn::new_unchecked(b); u64::from(v
-                .eq_number()) }
+                | b, _ | { let v = DestroyEqIn::new_unchecked(b);
+                u64::from(DestroyEqIn::eq_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b); v
-                .set_eq_number((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyEqIn::new_unchecked(b);
+                DestroyEqIn::set_eq_number(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1404,12 +1415,12 @@ pub const DESTROY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyEqOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DestroyEqOut::new_unchecked(b);
+                u64::from(DestroyEqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyEqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyEqOut::new_unchecked(b);
+                DestroyEqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1421,12 +1432,12 @@ pub const DESTROY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyEqOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyEqOut::new_unchecked(b);
+                u64::from(DestroyEqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyEqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyEqOut::new_unchecked(b);
+                DestroyEqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1531,11 +1542,12 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryEqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = QueryEqIn::new_unchecked(b);
+                u64::from(QueryEqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b);
+                QueryEqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1547,11 +1559,12 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryEqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = QueryEqIn::new_unchecked(b);
+                u64::from(QueryEqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b);
+                QueryEqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1563,12 +1576,12 @@ pub const QUERY_EQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryEqIn::new_unchecked(b); u64::from(v.eq_number())
-                }
+                | b, _ | { let v = QueryEqIn::new_unchecked(b);
+                u64::from(QueryEqIn::eq_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b); v.set_eq_number((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryEqIn::new_unchecked(b);
+                QueryEqIn::set_eq_number(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1736,11 +1749,12 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryEqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = QueryEqOut::new_unchecked(b);
+                u64::from(QueryEqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b);
+                QueryEqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1752,12 +1766,12 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryEqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = QueryEqOut::new_unchecked(b);
+                u64::from(QueryEqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b);
+                QueryEqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1769,12 +1783,13 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryEqOut::new_unchecked(b); u64::from(v
-                .event_bitmask()) }
+                | b, _ | { let v = QueryEqOut::new_unchecked(b);
+                u64::from(QueryEqOut::event_bitmask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b); v
-                .set_event_bitmask((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = QueryEqOut::new_unchecked(b);
+                QueryEqOut::set_event_bitmask(& mut v, (x & 0xffffffffffffffff) as u64);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1786,13 +1801,12 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { QueryEqOut::new_unchecked(b).pas(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { QueryEqOut::pas(&
+                QueryEqOut::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                QueryEqOut::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
-                }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = QueryEqOut::set_pas(&
+                mut QueryEqOut::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -1810,8 +1824,8 @@ pub const QUERY_EQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = QueryEqOut::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.eq_context_entry(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = QueryEqOut::eq_context_entry(& v); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
             ),
         },
     ],

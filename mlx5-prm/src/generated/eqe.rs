@@ -570,11 +570,12 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(v.event_type_raw()) }
+                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(Eqe::event_type_raw(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqe::new_unchecked(b); v.set_event_type_raw((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Eqe::new_unchecked(b);
+                Eqe::set_event_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -586,11 +587,12 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(v.event_sub_type()) }
+                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(Eqe::event_sub_type(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqe::new_unchecked(b); v.set_event_sub_type((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Eqe::new_unchecked(b);
+                Eqe::set_event_sub_type(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -602,11 +604,12 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(v.signature()) }
+                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(Eqe::signature(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqe::new_unchecked(b); v.set_signature((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Eqe::new_unchecked(b); Eqe::set_signature(& mut
+                v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -618,11 +621,11 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(v.owner()) }
+                | b, _ | { let v = Eqe::new_unchecked(b); u64::from(Eqe::owner(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eqe::new_unchecked(b); v.set_owner(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Eqe::new_unchecked(b); Eqe::set_owner(& mut v,
+                x & 1 != 0); }
             ),
         },
     ],
@@ -640,8 +643,8 @@ pub const EQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = Eqe::new_unchecked(b); if i != 0 { return None; } let sub
-                = v.event_data(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                = Eqe::event_data(& v); Some(sub.storage().as_ptr() as usize - b.as_ptr()
+                as usize) }
             ),
         },
     ],
@@ -733,12 +736,12 @@ pub const COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CompEvent::new_unchecked(b); u64::from(v.cq_number())
-                }
+                | b, _ | { let v = CompEvent::new_unchecked(b);
+                u64::from(CompEvent::cq_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CompEvent::new_unchecked(b); v.set_cq_number((x
-                & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CompEvent::new_unchecked(b);
+                CompEvent::set_cq_number(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -829,12 +832,12 @@ pub const DCT_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DctEvents::new_unchecked(b); u64::from(v.dct_number())
-                }
+                | b, _ | { let v = DctEvents::new_unchecked(b);
+                u64::from(DctEvents::dct_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DctEvents::new_unchecked(b); v
-                .set_dct_number((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = DctEvents::new_unchecked(b);
+                DctEvents::set_dct_number(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -940,11 +943,12 @@ pub const QP_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QpEvents::new_unchecked(b); u64::from(v.r#type()) }
+                | b, _ | { let v = QpEvents::new_unchecked(b);
+                u64::from(QpEvents::r#type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QpEvents::new_unchecked(b); v.set_type((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = QpEvents::new_unchecked(b);
+                QpEvents::set_type(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -956,12 +960,12 @@ pub const QP_EVENTS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QpEvents::new_unchecked(b); u64::from(v.qpn_rqn_sqn())
-                }
+                | b, _ | { let v = QpEvents::new_unchecked(b);
+                u64::from(QpEvents::qpn_rqn_sqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QpEvents::new_unchecked(b); v
-                .set_qpn_rqn_sqn((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = QpEvents::new_unchecked(b);
+                QpEvents::set_qpn_rqn_sqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1157,11 +1161,12 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.bytes_committed()) }
+                u64::from(WqeAssociatedPageFaultEvent::bytes_committed(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_bytes_committed((x & 0xffffffff) as u32); }
+                WqeAssociatedPageFaultEvent::set_bytes_committed(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1174,11 +1179,12 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.wqe_index()) }
+                u64::from(WqeAssociatedPageFaultEvent::wqe_index(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_wqe_index((x & 0xffff) as u16); }
+                WqeAssociatedPageFaultEvent::set_wqe_index(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1191,11 +1197,11 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.len()) }
+                u64::from(WqeAssociatedPageFaultEvent::len(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_len((x & 0xffff) as u16); }
+                WqeAssociatedPageFaultEvent::set_len(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1208,11 +1214,11 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.rdma()) }
+                u64::from(WqeAssociatedPageFaultEvent::rdma(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_rdma(x & 1 != 0); }
+                WqeAssociatedPageFaultEvent::set_rdma(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1225,11 +1231,11 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.write_read()) }
+                u64::from(WqeAssociatedPageFaultEvent::write_read(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_write_read(x & 1 != 0); }
+                WqeAssociatedPageFaultEvent::set_write_read(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1242,11 +1248,11 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.requestor()) }
+                u64::from(WqeAssociatedPageFaultEvent::requestor(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_requestor(x & 1 != 0); }
+                WqeAssociatedPageFaultEvent::set_requestor(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1259,11 +1265,11 @@ pub const WQE_ASSOCIATED_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                u64::from(v.qpn()) }
+                u64::from(WqeAssociatedPageFaultEvent::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v = WqeAssociatedPageFaultEvent::new_unchecked(b);
-                v.set_qpn((x & 0xffffff) as u32); }
+                WqeAssociatedPageFaultEvent::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1486,12 +1492,13 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .bytes_committed()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::bytes_committed(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_bytes_committed((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_bytes_committed(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1503,12 +1510,12 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .r_key()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::r_key(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_r_key((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_r_key(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1520,12 +1527,12 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .packet_len()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::packet_len(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_packet_len((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_packet_len(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1537,12 +1544,12 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .rdma_op_len()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::rdma_op_len(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_rdma_op_len((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_rdma_op_len(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1554,12 +1561,13 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .rdma_va()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::rdma_va(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_rdma_va((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_rdma_va(& mut v, (x & 0xffffffffffffffff) as
+                u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1571,12 +1579,12 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .rdma()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::rdma(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_rdma(x & 1 != 0); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_rdma(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1588,12 +1596,12 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .write()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::write(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_write(x & 1 != 0); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_write(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1605,12 +1613,12 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .requestor()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::requestor(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_requestor(x & 1 != 0); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_requestor(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1622,12 +1630,12 @@ pub const RDMA_PAGE_FAULT_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b); u64::from(v
-                .qp_number()) }
+                | b, _ | { let v = RdmaPageFaultEvent::new_unchecked(b);
+                u64::from(RdmaPageFaultEvent::qp_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b); v
-                .set_qp_number((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = RdmaPageFaultEvent::new_unchecked(b);
+                RdmaPageFaultEvent::set_qp_number(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1737,11 +1745,12 @@ pub const CQ_ERROR_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CqError::new_unchecked(b); u64::from(v.cqn()) }
+                | b, _ | { let v = CqError::new_unchecked(b); u64::from(CqError::cqn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CqError::new_unchecked(b); v.set_cqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = CqError::new_unchecked(b); CqError::set_cqn(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1759,12 +1768,12 @@ pub const CQ_ERROR_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CqError::new_unchecked(b); u64::from(v.syndrome_raw())
-                }
+                | b, _ | { let v = CqError::new_unchecked(b);
+                u64::from(CqError::syndrome_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CqError::new_unchecked(b); v
-                .set_syndrome_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CqError::new_unchecked(b);
+                CqError::set_syndrome_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1911,12 +1920,12 @@ pub const PORT_STATE_CHANGE_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PortStateChangeEvent::new_unchecked(b); u64::from(v
-                .port_num()) }
+                | b, _ | { let v = PortStateChangeEvent::new_unchecked(b);
+                u64::from(PortStateChangeEvent::port_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PortStateChangeEvent::new_unchecked(b); v
-                .set_port_num((x & 0xf) as u8); }
+                | b, _, x | { let mut v = PortStateChangeEvent::new_unchecked(b);
+                PortStateChangeEvent::set_port_num(& mut v, (x & 0xf) as u8); }
             ),
         },
     ],
@@ -2014,12 +2023,12 @@ pub const GPIO_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = GpioEvent::new_unchecked(b); u64::from(v
-                .gpio_event_hi()) }
+                | b, _ | { let v = GpioEvent::new_unchecked(b);
+                u64::from(GpioEvent::gpio_event_hi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = GpioEvent::new_unchecked(b); v
-                .set_gpio_event_hi((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = GpioEvent::new_unchecked(b);
+                GpioEvent::set_gpio_event_hi(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2031,12 +2040,12 @@ pub const GPIO_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = GpioEvent::new_unchecked(b); u64::from(v
-                .gpio_event_lo()) }
+                | b, _ | { let v = GpioEvent::new_unchecked(b);
+                u64::from(GpioEvent::gpio_event_lo(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = GpioEvent::new_unchecked(b); v
-                .set_gpio_event_lo((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = GpioEvent::new_unchecked(b);
+                GpioEvent::set_gpio_event_lo(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2138,12 +2147,12 @@ pub const DB_BF_CONGESTION_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DbBfCongestionEvent::new_unchecked(b); u64::from(v
-                .event_subtype()) }
+                | b, _ | { let v = DbBfCongestionEvent::new_unchecked(b);
+                u64::from(DbBfCongestionEvent::event_subtype(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DbBfCongestionEvent::new_unchecked(b); v
-                .set_event_subtype((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DbBfCongestionEvent::new_unchecked(b);
+                DbBfCongestionEvent::set_event_subtype(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2155,12 +2164,12 @@ pub const DB_BF_CONGESTION_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DbBfCongestionEvent::new_unchecked(b); u64::from(v
-                .congestion_level()) }
+                | b, _ | { let v = DbBfCongestionEvent::new_unchecked(b);
+                u64::from(DbBfCongestionEvent::congestion_level(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DbBfCongestionEvent::new_unchecked(b); v
-                .set_congestion_level((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DbBfCongestionEvent::new_unchecked(b);
+                DbBfCongestionEvent::set_congestion_level(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -2268,12 +2277,12 @@ pub const STALL_VL_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = StallVlEvent::new_unchecked(b); u64::from(v
-                .port_num()) }
+                | b, _ | { let v = StallVlEvent::new_unchecked(b);
+                u64::from(StallVlEvent::port_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = StallVlEvent::new_unchecked(b); v
-                .set_port_num(x & 1 != 0); }
+                | b, _, x | { let mut v = StallVlEvent::new_unchecked(b);
+                StallVlEvent::set_port_num(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2285,11 +2294,12 @@ pub const STALL_VL_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = StallVlEvent::new_unchecked(b); u64::from(v.vl()) }
+                | b, _ | { let v = StallVlEvent::new_unchecked(b);
+                u64::from(StallVlEvent::vl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = StallVlEvent::new_unchecked(b); v.set_vl((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = StallVlEvent::new_unchecked(b);
+                StallVlEvent::set_vl(& mut v, (x & 0xf) as u8); }
             ),
         },
     ],
@@ -2378,12 +2388,13 @@ pub const CMD_INTER_COMP_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdInterCompEvent::new_unchecked(b); u64::from(v
-                .command_completion_vector()) }
+                | b, _ | { let v = CmdInterCompEvent::new_unchecked(b);
+                u64::from(CmdInterCompEvent::command_completion_vector(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdInterCompEvent::new_unchecked(b); v
-                .set_command_completion_vector((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdInterCompEvent::new_unchecked(b);
+                CmdInterCompEvent::set_command_completion_vector(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
     ],
@@ -2480,11 +2491,12 @@ pub const PPS_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpsEvent::new_unchecked(b); u64::from(v.pin()) }
+                | b, _ | { let v = PpsEvent::new_unchecked(b); u64::from(PpsEvent::pin(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpsEvent::new_unchecked(b); v.set_pin((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = PpsEvent::new_unchecked(b); PpsEvent::set_pin(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2496,12 +2508,12 @@ pub const PPS_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PpsEvent::new_unchecked(b); u64::from(v.time_stamp())
-                }
+                | b, _ | { let v = PpsEvent::new_unchecked(b);
+                u64::from(PpsEvent::time_stamp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PpsEvent::new_unchecked(b); v.set_time_stamp((x
-                & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = PpsEvent::new_unchecked(b);
+                PpsEvent::set_time_stamp(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -2635,12 +2647,12 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PagesReqEvent::new_unchecked(b); u64::from(v
-                .ec_function()) }
+                | b, _ | { let v = PagesReqEvent::new_unchecked(b);
+                u64::from(PagesReqEvent::ec_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b); v
-                .set_ec_function(x & 1 != 0); }
+                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b);
+                PagesReqEvent::set_ec_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2652,12 +2664,12 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PagesReqEvent::new_unchecked(b); u64::from(v
-                .release_all()) }
+                | b, _ | { let v = PagesReqEvent::new_unchecked(b);
+                u64::from(PagesReqEvent::release_all(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b); v
-                .set_release_all(x & 1 != 0); }
+                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b);
+                PagesReqEvent::set_release_all(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2669,12 +2681,12 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PagesReqEvent::new_unchecked(b); u64::from(v
-                .function_id()) }
+                | b, _ | { let v = PagesReqEvent::new_unchecked(b);
+                u64::from(PagesReqEvent::function_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b); v
-                .set_function_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b);
+                PagesReqEvent::set_function_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2686,12 +2698,12 @@ pub const PAGES_REQ_EVENT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PagesReqEvent::new_unchecked(b); u64::from(v
-                .num_pages()) }
+                | b, _ | { let v = PagesReqEvent::new_unchecked(b);
+                u64::from(PagesReqEvent::num_pages(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b); v
-                .set_num_pages((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PagesReqEvent::new_unchecked(b);
+                PagesReqEvent::set_num_pages(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],

@@ -789,12 +789,12 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b);
+                u64::from(CreateFlowTableIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b);
+                CreateFlowTableIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -806,12 +806,12 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
-                .uid()) }
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b);
+                u64::from(CreateFlowTableIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
-                .set_uid((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b);
+                CreateFlowTableIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -823,12 +823,12 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b);
+                u64::from(CreateFlowTableIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b);
+                CreateFlowTableIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -840,12 +840,12 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b);
+                u64::from(CreateFlowTableIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b);
+                CreateFlowTableIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -857,12 +857,12 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b);
+                u64::from(CreateFlowTableIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b);
+                CreateFlowTableIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -880,12 +880,12 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b); u64::from(v
-                .table_type_raw()) }
+                | b, _ | { let v = CreateFlowTableIn::new_unchecked(b);
+                u64::from(CreateFlowTableIn::table_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b); v
-                .set_table_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateFlowTableIn::new_unchecked(b);
+                CreateFlowTableIn::set_table_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -903,8 +903,8 @@ pub const CREATE_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = CreateFlowTableIn::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.flow_table_context(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                None; } let sub = CreateFlowTableIn::flow_table_context(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -1223,12 +1223,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .reformat_en()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::reformat_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_reformat_en(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_reformat_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1240,12 +1240,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .decap_en()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::decap_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_decap_en(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_decap_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1257,12 +1257,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .sw_owner()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::sw_owner(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_sw_owner(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_sw_owner(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1274,12 +1274,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .termination_table()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::termination_table(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_termination_table(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_termination_table(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1297,12 +1297,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .table_miss_action_raw()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::table_miss_action_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_table_miss_action_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_table_miss_action_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1314,12 +1314,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .level()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::level(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_level((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_level(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1331,12 +1331,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .rtc_valid()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::rtc_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_rtc_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_rtc_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1348,12 +1348,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .log_size()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::log_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_log_size((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_log_size(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1365,12 +1365,12 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .table_miss_id()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::table_miss_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_table_miss_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_table_miss_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1382,12 +1382,13 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .lag_master_next_table_id()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::lag_master_next_table_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_lag_master_next_table_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_lag_master_next_table_id(& mut v, (x & 0xffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1399,12 +1400,13 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .sw_owner_icm_root_1()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::sw_owner_icm_root_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_sw_owner_icm_root_1((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_sw_owner_icm_root_1(& mut v, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1416,12 +1418,13 @@ pub const FLOW_TABLE_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableContext::new_unchecked(b); u64::from(v
-                .sw_owner_icm_root_0()) }
+                | b, _ | { let v = FlowTableContext::new_unchecked(b);
+                u64::from(FlowTableContext::sw_owner_icm_root_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b); v
-                .set_sw_owner_icm_root_0((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = FlowTableContext::new_unchecked(b);
+                FlowTableContext::set_sw_owner_icm_root_0(& mut v, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -1607,12 +1610,12 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b);
+                u64::from(CreateFlowTableOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b);
+                CreateFlowTableOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1624,12 +1627,13 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
-                .icm_address_63_40()) }
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b);
+                u64::from(CreateFlowTableOut::icm_address_63_40(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
-                .set_icm_address_63_40((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b);
+                CreateFlowTableOut::set_icm_address_63_40(& mut v, (x & 0xffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1641,12 +1645,12 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b);
+                u64::from(CreateFlowTableOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b);
+                CreateFlowTableOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1658,12 +1662,12 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
-                .icm_address_39_32()) }
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b);
+                u64::from(CreateFlowTableOut::icm_address_39_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
-                .set_icm_address_39_32((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b);
+                CreateFlowTableOut::set_icm_address_39_32(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1675,12 +1679,12 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
-                .table_id()) }
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b);
+                u64::from(CreateFlowTableOut::table_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
-                .set_table_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b);
+                CreateFlowTableOut::set_table_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1692,12 +1696,13 @@ pub const CREATE_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b); u64::from(v
-                .icm_address_31_0()) }
+                | b, _ | { let v = CreateFlowTableOut::new_unchecked(b);
+                u64::from(CreateFlowTableOut::icm_address_31_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b); v
-                .set_icm_address_31_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowTableOut::new_unchecked(b);
+                CreateFlowTableOut::set_icm_address_31_0(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
     ],
@@ -2013,12 +2018,12 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2030,12 +2035,12 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2047,12 +2052,12 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2064,12 +2069,12 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2087,12 +2092,12 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .table_type_raw()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::table_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_table_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_table_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2110,12 +2115,12 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .group_type_raw()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::group_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_group_type_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_group_type_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2127,12 +2132,12 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .table_id()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::table_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_table_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_table_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2144,12 +2149,13 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .source_eswitch_owner_vhca_id_valid()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::source_eswitch_owner_vhca_id_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_source_eswitch_owner_vhca_id_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_source_eswitch_owner_vhca_id_valid(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2161,12 +2167,13 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .start_flow_index()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::start_flow_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_start_flow_index((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_start_flow_index(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2178,12 +2185,13 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .end_flow_index()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::end_flow_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_end_flow_index((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_end_flow_index(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2195,12 +2203,12 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .match_definer_id()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::match_definer_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_match_definer_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_match_definer_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2212,12 +2220,13 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b); u64::from(v
-                .match_criteria_enable()) }
+                | b, _ | { let v = CreateFlowGroupIn::new_unchecked(b);
+                u64::from(CreateFlowGroupIn::match_criteria_enable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b); v
-                .set_match_criteria_enable((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateFlowGroupIn::new_unchecked(b);
+                CreateFlowGroupIn::set_match_criteria_enable(& mut v, (x & 0xff) as u8);
+                }
             ),
         },
     ],
@@ -2235,8 +2244,8 @@ pub const CREATE_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 1024 {
                 return None; } let v = CreateFlowGroupIn::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.match_criteria(); Some(sub.storage().as_ptr()
-                as usize - b.as_ptr() as usize) }
+                return None; } let sub = CreateFlowGroupIn::match_criteria(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2559,8 +2568,8 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.outer_headers(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                } let sub = FteMatchParam::outer_headers(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2576,8 +2585,8 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.misc_parameters(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                } let sub = FteMatchParam::misc_parameters(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2593,8 +2602,8 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.inner_headers(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                } let sub = FteMatchParam::inner_headers(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2610,8 +2619,8 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.misc_parameters_2(); Some(sub.storage().as_ptr() as usize -
-                b.as_ptr() as usize) }
+                } let sub = FteMatchParam::misc_parameters_2(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2627,8 +2636,8 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.misc_parameters_3(); Some(sub.storage().as_ptr() as usize -
-                b.as_ptr() as usize) }
+                } let sub = FteMatchParam::misc_parameters_3(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2644,8 +2653,8 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.misc_parameters_4(); Some(sub.storage().as_ptr() as usize -
-                b.as_ptr() as usize) }
+                } let sub = FteMatchParam::misc_parameters_4(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2661,8 +2670,8 @@ pub const FTE_MATCH_PARAM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = FteMatchParam::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.misc_parameters_5(); Some(sub.storage().as_ptr() as usize -
-                b.as_ptr() as usize) }
+                } let sub = FteMatchParam::misc_parameters_5(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -3214,12 +3223,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .smac_47_16()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::smac_47_16(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_smac_47_16((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_smac_47_16(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3231,12 +3240,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .smac_15_0()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::smac_15_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_smac_15_0((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_smac_15_0(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3248,12 +3257,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .ethertype()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::ethertype(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_ethertype((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_ethertype(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3265,12 +3274,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .dmac_47_16()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::dmac_47_16(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_dmac_47_16((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_dmac_47_16(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3282,12 +3291,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .dmac_15_0()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::dmac_15_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_dmac_15_0((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_dmac_15_0(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3299,12 +3308,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .first_prio()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::first_prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_first_prio((x & 0x7) as u8); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_first_prio(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3316,12 +3325,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .first_cfi()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::first_cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_first_cfi(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_first_cfi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3333,12 +3342,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .first_vid()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::first_vid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_first_vid((x & 0xfff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_first_vid(& mut v, (x & 0xfff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3350,12 +3359,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .ip_protocol()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::ip_protocol(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_ip_protocol((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_ip_protocol(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3367,12 +3376,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .ip_dscp()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::ip_dscp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_ip_dscp((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_ip_dscp(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3384,12 +3393,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .ip_ecn()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::ip_ecn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_ip_ecn((x & 0x3) as u8); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_ip_ecn(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3401,12 +3410,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .cvlan_tag()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::cvlan_tag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_cvlan_tag(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_cvlan_tag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3418,12 +3427,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .svlan_tag()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::svlan_tag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_svlan_tag(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_svlan_tag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3435,12 +3444,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .frag()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::frag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_frag(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_frag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3452,12 +3461,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .ip_version()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::ip_version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_ip_version((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_ip_version(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3469,12 +3478,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .tcp_flags()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::tcp_flags(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_tcp_flags((x & 0x1ff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_tcp_flags(& mut v, (x & 0x1ff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3486,12 +3495,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .tcp_sport()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::tcp_sport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_tcp_sport((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_tcp_sport(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3503,12 +3512,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .tcp_dport()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::tcp_dport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_tcp_dport((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_tcp_dport(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3520,12 +3529,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .l4_type()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::l4_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_l4_type((x & 0x3) as u8); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_l4_type(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3537,12 +3546,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .ipv4_ihl()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::ipv4_ihl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_ipv4_ihl((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_ipv4_ihl(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3554,12 +3563,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .ttl_hoplimit()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::ttl_hoplimit(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_ttl_hoplimit((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_ttl_hoplimit(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3571,12 +3580,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .udp_sport()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::udp_sport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_udp_sport((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_udp_sport(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3588,12 +3597,12 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b); u64::from(v
-                .udp_dport()) }
+                | b, _ | { let v = FteMatchSetLyr24::new_unchecked(b);
+                u64::from(FteMatchSetLyr24::udp_dport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b); v
-                .set_udp_dport((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetLyr24::new_unchecked(b);
+                FteMatchSetLyr24::set_udp_dport(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -3611,8 +3620,8 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FteMatchSetLyr24::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.src_ipv4_src_ipv6(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                None; } let sub = FteMatchSetLyr24::src_ipv4_src_ipv6(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3628,8 +3637,8 @@ pub const FTE_MATCH_SET_LYR_2_4_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FteMatchSetLyr24::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.dst_ipv4_dst_ipv6(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                None; } let sub = FteMatchSetLyr24::dst_ipv4_dst_ipv6(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -3832,12 +3841,12 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b); u64::from(v
-                .ipv6_127_96()) }
+                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b);
+                u64::from(Ipv6SimpleLayout::ipv6_127_96(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b); v
-                .set_ipv6_127_96((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b);
+                Ipv6SimpleLayout::set_ipv6_127_96(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3849,12 +3858,12 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b); u64::from(v
-                .ipv6_95_64()) }
+                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b);
+                u64::from(Ipv6SimpleLayout::ipv6_95_64(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b); v
-                .set_ipv6_95_64((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b);
+                Ipv6SimpleLayout::set_ipv6_95_64(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3866,12 +3875,12 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b); u64::from(v
-                .ipv6_63_32()) }
+                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b);
+                u64::from(Ipv6SimpleLayout::ipv6_63_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b); v
-                .set_ipv6_63_32((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b);
+                Ipv6SimpleLayout::set_ipv6_63_32(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3883,12 +3892,12 @@ pub const IPV6_SIMPLE_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b); u64::from(v
-                .ipv6_31_0()) }
+                | b, _ | { let v = Ipv6SimpleLayout::new_unchecked(b);
+                u64::from(Ipv6SimpleLayout::ipv6_31_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b); v
-                .set_ipv6_31_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Ipv6SimpleLayout::new_unchecked(b);
+                Ipv6SimpleLayout::set_ipv6_31_0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3963,11 +3972,12 @@ pub const IPV4_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ipv4Layout::new_unchecked(b); u64::from(v.ipv4()) }
+                | b, _ | { let v = Ipv4Layout::new_unchecked(b);
+                u64::from(Ipv4Layout::ipv4(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ipv4Layout::new_unchecked(b); v.set_ipv4((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Ipv4Layout::new_unchecked(b);
+                Ipv4Layout::set_ipv4(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -4673,12 +4683,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .gre_c_present()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::gre_c_present(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_gre_c_present(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_gre_c_present(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4690,12 +4700,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .gre_k_present()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::gre_k_present(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_gre_k_present(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_gre_k_present(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4707,12 +4717,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .gre_s_present()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::gre_s_present(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_gre_s_present(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_gre_s_present(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4724,12 +4734,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .source_vhca_port()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::source_vhca_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_source_vhca_port((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_source_vhca_port(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4741,12 +4751,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .source_sqn()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::source_sqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_source_sqn((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_source_sqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4758,12 +4768,13 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .source_eswitch_owner_vhca_id()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::source_eswitch_owner_vhca_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_source_eswitch_owner_vhca_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_source_eswitch_owner_vhca_id(& mut v, (x & 0xffff)
+                as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4775,12 +4786,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .source_port()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::source_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_source_port((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_source_port(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4792,12 +4803,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .outer_second_prio()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::outer_second_prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_outer_second_prio((x & 0x7) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_outer_second_prio(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4809,12 +4820,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .outer_second_cfi()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::outer_second_cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_outer_second_cfi(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_outer_second_cfi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4826,12 +4837,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .outer_second_vid()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::outer_second_vid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_outer_second_vid((x & 0xfff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_outer_second_vid(& mut v, (x & 0xfff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4843,12 +4854,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .inner_second_prio()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::inner_second_prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_inner_second_prio((x & 0x7) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_inner_second_prio(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4860,12 +4871,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .inner_second_cfi()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::inner_second_cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_inner_second_cfi(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_inner_second_cfi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4877,12 +4888,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .inner_second_vid()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::inner_second_vid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_inner_second_vid((x & 0xfff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_inner_second_vid(& mut v, (x & 0xfff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4894,12 +4905,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .outer_second_cvlan_tag()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::outer_second_cvlan_tag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_outer_second_cvlan_tag(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_outer_second_cvlan_tag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4911,12 +4922,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .inner_second_cvlan_tag()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::inner_second_cvlan_tag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_inner_second_cvlan_tag(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_inner_second_cvlan_tag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4928,12 +4939,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .outer_second_svlan_tag()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::outer_second_svlan_tag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_outer_second_svlan_tag(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_outer_second_svlan_tag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4945,12 +4956,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .inner_second_svlan_tag()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::inner_second_svlan_tag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_inner_second_svlan_tag(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_inner_second_svlan_tag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4962,12 +4973,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .gre_protocol()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::gre_protocol(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_gre_protocol((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_gre_protocol(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4979,12 +4990,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .vxlan_vni()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::vxlan_vni(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_vxlan_vni((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_vxlan_vni(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4996,12 +5007,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .bth_opcode()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::bth_opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_bth_opcode((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_bth_opcode(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5013,12 +5024,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .geneve_vni()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::geneve_vni(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_geneve_vni((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_geneve_vni(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5030,12 +5041,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .geneve_tlv_option_0_exist()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::geneve_tlv_option_0_exist(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_geneve_tlv_option_0_exist(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_geneve_tlv_option_0_exist(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5047,12 +5058,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .geneve_oam()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::geneve_oam(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_geneve_oam(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_geneve_oam(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5064,12 +5075,13 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .outer_ipv6_flow_label()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::outer_ipv6_flow_label(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_outer_ipv6_flow_label((x & 0xfffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_outer_ipv6_flow_label(& mut v, (x & 0xfffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5081,12 +5093,13 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .inner_ipv6_flow_label()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::inner_ipv6_flow_label(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_inner_ipv6_flow_label((x & 0xfffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_inner_ipv6_flow_label(& mut v, (x & 0xfffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5098,12 +5111,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .geneve_opt_len()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::geneve_opt_len(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_geneve_opt_len((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_geneve_opt_len(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5115,12 +5128,13 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .geneve_protocol_type()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::geneve_protocol_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_geneve_protocol_type((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_geneve_protocol_type(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5132,12 +5146,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .bth_dst_qp()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::bth_dst_qp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_bth_dst_qp((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_bth_dst_qp(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5149,12 +5163,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .inner_esp_spi()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::inner_esp_spi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_inner_esp_spi((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_inner_esp_spi(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5166,12 +5180,12 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b); u64::from(v
-                .outer_esp_spi()) }
+                | b, _ | { let v = FteMatchSetMisc::new_unchecked(b);
+                u64::from(FteMatchSetMisc::outer_esp_spi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b); v
-                .set_outer_esp_spi((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc::new_unchecked(b);
+                FteMatchSetMisc::set_outer_esp_spi(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -5189,8 +5203,8 @@ pub const FTE_MATCH_SET_MISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FteMatchSetMisc::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.gre_key(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                None; } let sub = FteMatchSetMisc::gre_key(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -5298,11 +5312,12 @@ pub const NVGRE_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvgreKey::new_unchecked(b); u64::from(v.hi()) }
+                | b, _ | { let v = NvgreKey::new_unchecked(b); u64::from(NvgreKey::hi(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvgreKey::new_unchecked(b); v.set_hi((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = NvgreKey::new_unchecked(b); NvgreKey::set_hi(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5314,11 +5329,12 @@ pub const NVGRE_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvgreKey::new_unchecked(b); u64::from(v.lo()) }
+                | b, _ | { let v = NvgreKey::new_unchecked(b); u64::from(NvgreKey::lo(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvgreKey::new_unchecked(b); v.set_lo((x & 0xff)
-                as u8); }
+                | b, _, x | { let mut v = NvgreKey::new_unchecked(b); NvgreKey::set_lo(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -5393,11 +5409,12 @@ pub const GRE_KEY_KEY_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = GreKeyKey::new_unchecked(b); u64::from(v.key()) }
+                | b, _ | { let v = GreKeyKey::new_unchecked(b);
+                u64::from(GreKeyKey::key(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = GreKeyKey::new_unchecked(b); v.set_key((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = GreKeyKey::new_unchecked(b);
+                GreKeyKey::set_key(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -5709,12 +5726,13 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_c_7()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_c_7(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_c_7((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_c_7(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5726,12 +5744,13 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_c_6()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_c_6(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_c_6((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_c_6(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5743,12 +5762,13 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_c_5()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_c_5(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_c_5((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_c_5(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5760,12 +5780,13 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_c_4()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_c_4(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_c_4((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_c_4(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5777,12 +5798,13 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_c_3()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_c_3(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_c_3((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_c_3(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5794,12 +5816,13 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_c_2()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_c_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_c_2((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_c_2(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5811,12 +5834,13 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_c_1()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_c_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_c_1((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_c_1(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5828,12 +5852,13 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_c_0()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_c_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_c_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_c_0(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5845,12 +5870,12 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .metadata_reg_a()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::metadata_reg_a(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_metadata_reg_a((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_metadata_reg_a(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5862,12 +5887,12 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .macsec_syndrome()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::macsec_syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_macsec_syndrome((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_macsec_syndrome(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5879,12 +5904,12 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b); u64::from(v
-                .ipsec_syndrome()) }
+                | b, _ | { let v = FteMatchSetMisc2::new_unchecked(b);
+                u64::from(FteMatchSetMisc2::ipsec_syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b); v
-                .set_ipsec_syndrome((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc2::new_unchecked(b);
+                FteMatchSetMisc2::set_ipsec_syndrome(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -5902,8 +5927,8 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FteMatchSetMisc2::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.outer_first_mpls(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                None; } let sub = FteMatchSetMisc2::outer_first_mpls(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -5919,8 +5944,8 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FteMatchSetMisc2::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.inner_first_mpls(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                None; } let sub = FteMatchSetMisc2::inner_first_mpls(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -5936,8 +5961,8 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FteMatchSetMisc2::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.outer_first_mpls_over_gre(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                None; } let sub = FteMatchSetMisc2::outer_first_mpls_over_gre(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -5953,8 +5978,8 @@ pub const FTE_MATCH_SET_MISC2_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FteMatchSetMisc2::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.outer_first_mpls_over_udp(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                None; } let sub = FteMatchSetMisc2::outer_first_mpls_over_udp(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -6097,12 +6122,12 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchMpls::new_unchecked(b); u64::from(v
-                .mpls_label()) }
+                | b, _ | { let v = FteMatchMpls::new_unchecked(b);
+                u64::from(FteMatchMpls::mpls_label(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b); v
-                .set_mpls_label((x & 0xfffff) as u32); }
+                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b);
+                FteMatchMpls::set_mpls_label(& mut v, (x & 0xfffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6114,12 +6139,12 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchMpls::new_unchecked(b); u64::from(v
-                .mpls_exp()) }
+                | b, _ | { let v = FteMatchMpls::new_unchecked(b);
+                u64::from(FteMatchMpls::mpls_exp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b); v
-                .set_mpls_exp((x & 0x7) as u8); }
+                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b);
+                FteMatchMpls::set_mpls_exp(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6131,12 +6156,12 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchMpls::new_unchecked(b); u64::from(v
-                .mpls_s_bos()) }
+                | b, _ | { let v = FteMatchMpls::new_unchecked(b);
+                u64::from(FteMatchMpls::mpls_s_bos(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b); v
-                .set_mpls_s_bos(x & 1 != 0); }
+                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b);
+                FteMatchMpls::set_mpls_s_bos(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6148,12 +6173,12 @@ pub const FTE_MATCH_MPLS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchMpls::new_unchecked(b); u64::from(v
-                .mpls_ttl()) }
+                | b, _ | { let v = FteMatchMpls::new_unchecked(b);
+                u64::from(FteMatchMpls::mpls_ttl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b); v
-                .set_mpls_ttl((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchMpls::new_unchecked(b);
+                FteMatchMpls::set_mpls_ttl(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -6576,12 +6601,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .inner_tcp_seq_num()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::inner_tcp_seq_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_inner_tcp_seq_num((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_inner_tcp_seq_num(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6593,12 +6619,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .outer_tcp_seq_num()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::outer_tcp_seq_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_outer_tcp_seq_num((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_outer_tcp_seq_num(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6610,12 +6637,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .inner_tcp_ack_num()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::inner_tcp_ack_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_inner_tcp_ack_num((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_inner_tcp_ack_num(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6627,12 +6655,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .outer_tcp_ack_num()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::outer_tcp_ack_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_outer_tcp_ack_num((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_outer_tcp_ack_num(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6644,12 +6673,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .outer_vxlan_gpe_vni()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::outer_vxlan_gpe_vni(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_outer_vxlan_gpe_vni((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_outer_vxlan_gpe_vni(& mut v, (x & 0xffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6661,12 +6691,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .outer_vxlan_gpe_next_protocol()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::outer_vxlan_gpe_next_protocol(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_outer_vxlan_gpe_next_protocol((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_outer_vxlan_gpe_next_protocol(& mut v, (x & 0xff)
+                as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6678,12 +6709,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .outer_vxlan_gpe_flags()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::outer_vxlan_gpe_flags(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_outer_vxlan_gpe_flags((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_outer_vxlan_gpe_flags(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6695,12 +6726,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .icmp_header_data()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::icmp_header_data(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_icmp_header_data((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_icmp_header_data(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6712,12 +6744,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .icmpv6_header_data()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::icmpv6_header_data(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_icmpv6_header_data((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_icmpv6_header_data(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6729,12 +6762,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .icmp_type()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::icmp_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_icmp_type((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_icmp_type(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6746,12 +6779,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .icmp_code()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::icmp_code(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_icmp_code((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_icmp_code(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6763,12 +6796,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .icmpv6_type()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::icmpv6_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_icmpv6_type((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_icmpv6_type(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6780,12 +6813,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .icmpv6_code()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::icmpv6_code(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_icmpv6_code((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_icmpv6_code(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6797,12 +6830,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .geneve_tlv_option_0_data()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::geneve_tlv_option_0_data(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_geneve_tlv_option_0_data((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_geneve_tlv_option_0_data(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6814,12 +6848,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .gtpu_teid()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::gtpu_teid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_gtpu_teid((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_gtpu_teid(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6831,12 +6865,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .gtpu_msg_type()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::gtpu_msg_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_gtpu_msg_type((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_gtpu_msg_type(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6848,12 +6882,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .gtpu_msg_flags()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::gtpu_msg_flags(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_gtpu_msg_flags((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_gtpu_msg_flags(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6865,12 +6899,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .gtpu_dw_2()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::gtpu_dw_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_gtpu_dw_2((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_gtpu_dw_2(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6882,12 +6916,13 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .gtpu_first_ext_dw_0()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::gtpu_first_ext_dw_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_gtpu_first_ext_dw_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_gtpu_first_ext_dw_0(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6899,12 +6934,12 @@ pub const FTE_MATCH_SET_MISC3_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b); u64::from(v
-                .gtpu_dw_0()) }
+                | b, _ | { let v = FteMatchSetMisc3::new_unchecked(b);
+                u64::from(FteMatchSetMisc3::gtpu_dw_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b); v
-                .set_gtpu_dw_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc3::new_unchecked(b);
+                FteMatchSetMisc3::set_gtpu_dw_0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -7128,12 +7163,13 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
-                .prog_sample_field_value_0()) }
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b);
+                u64::from(FteMatchSetMisc4::prog_sample_field_value_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
-                .set_prog_sample_field_value_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b);
+                FteMatchSetMisc4::set_prog_sample_field_value_0(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7145,12 +7181,13 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
-                .prog_sample_field_id_0()) }
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b);
+                u64::from(FteMatchSetMisc4::prog_sample_field_id_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
-                .set_prog_sample_field_id_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b);
+                FteMatchSetMisc4::set_prog_sample_field_id_0(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7162,12 +7199,13 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
-                .prog_sample_field_value_1()) }
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b);
+                u64::from(FteMatchSetMisc4::prog_sample_field_value_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
-                .set_prog_sample_field_value_1((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b);
+                FteMatchSetMisc4::set_prog_sample_field_value_1(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7179,12 +7217,13 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
-                .prog_sample_field_id_1()) }
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b);
+                u64::from(FteMatchSetMisc4::prog_sample_field_id_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
-                .set_prog_sample_field_id_1((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b);
+                FteMatchSetMisc4::set_prog_sample_field_id_1(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7196,12 +7235,13 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
-                .prog_sample_field_value_2()) }
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b);
+                u64::from(FteMatchSetMisc4::prog_sample_field_value_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
-                .set_prog_sample_field_value_2((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b);
+                FteMatchSetMisc4::set_prog_sample_field_value_2(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7213,12 +7253,13 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
-                .prog_sample_field_id_2()) }
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b);
+                u64::from(FteMatchSetMisc4::prog_sample_field_id_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
-                .set_prog_sample_field_id_2((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b);
+                FteMatchSetMisc4::set_prog_sample_field_id_2(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7230,12 +7271,13 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
-                .prog_sample_field_value_3()) }
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b);
+                u64::from(FteMatchSetMisc4::prog_sample_field_value_3(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
-                .set_prog_sample_field_value_3((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b);
+                FteMatchSetMisc4::set_prog_sample_field_value_3(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7247,12 +7289,13 @@ pub const FTE_MATCH_SET_MISC4_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b); u64::from(v
-                .prog_sample_field_id_3()) }
+                | b, _ | { let v = FteMatchSetMisc4::new_unchecked(b);
+                u64::from(FteMatchSetMisc4::prog_sample_field_id_3(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b); v
-                .set_prog_sample_field_id_3((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc4::new_unchecked(b);
+                FteMatchSetMisc4::set_prog_sample_field_id_3(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
     ],
@@ -7453,12 +7496,12 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
-                .macsec_tag_0()) }
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b);
+                u64::from(FteMatchSetMisc5::macsec_tag_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
-                .set_macsec_tag_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b);
+                FteMatchSetMisc5::set_macsec_tag_0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7470,12 +7513,12 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
-                .macsec_tag_1()) }
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b);
+                u64::from(FteMatchSetMisc5::macsec_tag_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
-                .set_macsec_tag_1((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b);
+                FteMatchSetMisc5::set_macsec_tag_1(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7487,12 +7530,12 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
-                .macsec_tag_2()) }
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b);
+                u64::from(FteMatchSetMisc5::macsec_tag_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
-                .set_macsec_tag_2((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b);
+                FteMatchSetMisc5::set_macsec_tag_2(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7504,12 +7547,12 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
-                .macsec_tag_3()) }
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b);
+                u64::from(FteMatchSetMisc5::macsec_tag_3(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
-                .set_macsec_tag_3((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b);
+                FteMatchSetMisc5::set_macsec_tag_3(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7521,12 +7564,13 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
-                .tunnel_header_0()) }
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b);
+                u64::from(FteMatchSetMisc5::tunnel_header_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
-                .set_tunnel_header_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b);
+                FteMatchSetMisc5::set_tunnel_header_0(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7538,12 +7582,13 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
-                .tunnel_header_1()) }
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b);
+                u64::from(FteMatchSetMisc5::tunnel_header_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
-                .set_tunnel_header_1((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b);
+                FteMatchSetMisc5::set_tunnel_header_1(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7555,12 +7600,13 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
-                .tunnel_header_2()) }
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b);
+                u64::from(FteMatchSetMisc5::tunnel_header_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
-                .set_tunnel_header_2((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b);
+                FteMatchSetMisc5::set_tunnel_header_2(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7572,12 +7618,13 @@ pub const FTE_MATCH_SET_MISC5_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b); u64::from(v
-                .tunnel_header_3()) }
+                | b, _ | { let v = FteMatchSetMisc5::new_unchecked(b);
+                u64::from(FteMatchSetMisc5::tunnel_header_3(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b); v
-                .set_tunnel_header_3((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FteMatchSetMisc5::new_unchecked(b);
+                FteMatchSetMisc5::set_tunnel_header_3(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
     ],
@@ -7702,12 +7749,12 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b);
+                u64::from(CreateFlowGroupOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b);
+                CreateFlowGroupOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7719,12 +7766,12 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b);
+                u64::from(CreateFlowGroupOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b);
+                CreateFlowGroupOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7736,12 +7783,12 @@ pub const CREATE_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b); u64::from(v
-                .group_id()) }
+                | b, _ | { let v = CreateFlowGroupOut::new_unchecked(b);
+                u64::from(CreateFlowGroupOut::group_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b); v
-                .set_group_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateFlowGroupOut::new_unchecked(b);
+                CreateFlowGroupOut::set_group_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -7987,11 +8034,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8003,11 +8051,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8019,12 +8068,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.other_vport())
-                }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_other_vport(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8036,12 +8085,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8059,12 +8108,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v
-                .table_type_raw()) }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::table_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v
-                .set_table_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_table_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8076,11 +8125,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.table_id()) }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::table_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_table_id((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_table_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8092,12 +8142,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v
-                .ignore_flow_level()) }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::ignore_flow_level(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v
-                .set_ignore_flow_level(x & 1 != 0); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_ignore_flow_level(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8109,12 +8159,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v
-                .modify_enable_mask()) }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::modify_enable_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v
-                .set_modify_enable_mask((x & 0xff) as u8); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_modify_enable_mask(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8126,12 +8176,12 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteIn::new_unchecked(b); u64::from(v.flow_index())
-                }
+                | b, _ | { let v = SetFteIn::new_unchecked(b);
+                u64::from(SetFteIn::flow_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteIn::new_unchecked(b); v.set_flow_index((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = SetFteIn::new_unchecked(b);
+                SetFteIn::set_flow_index(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -8149,8 +8199,8 @@ pub const SET_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 832 { return
                 None; } let v = SetFteIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.flow_context(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = SetFteIn::flow_context(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -8691,12 +8741,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v.group_id())
-                }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::group_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_group_id((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_group_id(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8708,12 +8758,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v.flow_tag())
-                }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::flow_tag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_flow_tag((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_flow_tag(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8725,11 +8775,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v.action()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::action(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v.set_action((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_action(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8741,12 +8792,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .extended_destination()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::extended_destination(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_extended_destination(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_extended_destination(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8758,12 +8809,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .uplink_hairpin_en()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::uplink_hairpin_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_uplink_hairpin_en(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_uplink_hairpin_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8781,12 +8832,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .flow_source_raw()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::flow_source_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_flow_source_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_flow_source_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8804,12 +8855,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .encrypt_decrypt_type_raw()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::encrypt_decrypt_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_encrypt_decrypt_type_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_encrypt_decrypt_type_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8821,12 +8872,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .destination_list_size()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::destination_list_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_destination_list_size((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_destination_list_size(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8838,12 +8889,13 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .flow_counter_list_size()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::flow_counter_list_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_flow_counter_list_size((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_flow_counter_list_size(& mut v, (x & 0xffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8855,12 +8907,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .packet_reformat_id()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::packet_reformat_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_packet_reformat_id((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_packet_reformat_id(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8872,12 +8924,12 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .modify_header_id()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::modify_header_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_modify_header_id((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_modify_header_id(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8889,12 +8941,13 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowContext::new_unchecked(b); u64::from(v
-                .encrypt_decrypt_obj_id()) }
+                | b, _ | { let v = FlowContext::new_unchecked(b);
+                u64::from(FlowContext::encrypt_decrypt_obj_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowContext::new_unchecked(b); v
-                .set_encrypt_decrypt_obj_id((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FlowContext::new_unchecked(b);
+                FlowContext::set_encrypt_decrypt_obj_id(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
     ],
@@ -8912,8 +8965,8 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
                 None; } let v = FlowContext::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.push_vlan(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = FlowContext::push_vlan(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -8929,8 +8982,8 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
                 None; } let v = FlowContext::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.push_vlan_2(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = FlowContext::push_vlan_2(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -8946,8 +8999,8 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
                 None; } let v = FlowContext::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.match_value(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = FlowContext::match_value(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -8962,8 +9015,9 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             runs_on: false,
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
-                None; } let v = FlowContext::new_unchecked(b); let sub = v.execute_aso(i)
-                ?; Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                None; } let v = FlowContext::new_unchecked(b); let sub =
+                FlowContext::execute_aso(& v, i) ?; Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -8980,8 +9034,9 @@ pub const FLOW_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             runs_on: false,
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 768 { return
-                None; } let v = FlowContext::new_unchecked(b); let sub = v.destination(i)
-                ?; Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                None; } let v = FlowContext::new_unchecked(b); let sub =
+                FlowContext::destination(& v, i) ?; Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -9171,11 +9226,12 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(v.ethtype()) }
+                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(Vlan::ethtype(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Vlan::new_unchecked(b); v.set_ethtype((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Vlan::new_unchecked(b); Vlan::set_ethtype(& mut
+                v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9187,11 +9243,11 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(v.prio()) }
+                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(Vlan::prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Vlan::new_unchecked(b); v.set_prio((x & 0x7) as
-                u8); }
+                | b, _, x | { let mut v = Vlan::new_unchecked(b); Vlan::set_prio(& mut v,
+                (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9203,11 +9259,11 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(v.cfi()) }
+                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(Vlan::cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Vlan::new_unchecked(b); v.set_cfi(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Vlan::new_unchecked(b); Vlan::set_cfi(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9219,11 +9275,11 @@ pub const VLAN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(v.vid()) }
+                | b, _ | { let v = Vlan::new_unchecked(b); u64::from(Vlan::vid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Vlan::new_unchecked(b); v.set_vid((x & 0xfff)
-                as u16); }
+                | b, _, x | { let mut v = Vlan::new_unchecked(b); Vlan::set_vid(& mut v,
+                (x & 0xfff) as u16); }
             ),
         },
     ],
@@ -9340,11 +9396,12 @@ pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ExecuteAso::new_unchecked(b); u64::from(v.valid()) }
+                | b, _ | { let v = ExecuteAso::new_unchecked(b);
+                u64::from(ExecuteAso::valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ExecuteAso::new_unchecked(b); v.set_valid(x & 1
-                != 0); }
+                | b, _, x | { let mut v = ExecuteAso::new_unchecked(b);
+                ExecuteAso::set_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9356,12 +9413,12 @@ pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ExecuteAso::new_unchecked(b); u64::from(v
-                .aso_object_id()) }
+                | b, _ | { let v = ExecuteAso::new_unchecked(b);
+                u64::from(ExecuteAso::aso_object_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ExecuteAso::new_unchecked(b); v
-                .set_aso_object_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = ExecuteAso::new_unchecked(b);
+                ExecuteAso::set_aso_object_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -9379,8 +9436,8 @@ pub const EXECUTE_ASO_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 8 { return
                 None; } let v = ExecuteAso::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.exe_aso_ctrl(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = ExecuteAso::exe_aso_ctrl(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -9571,12 +9628,12 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
-                .return_reg_id()) }
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                u64::from(ExeAsoCtrlFlowMeter::return_reg_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
-                .set_return_reg_id((x & 0xf) as u8); }
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                ExeAsoCtrlFlowMeter::set_return_reg_id(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9594,12 +9651,12 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
-                .aso_type_raw()) }
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                u64::from(ExeAsoCtrlFlowMeter::aso_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
-                .set_aso_type_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                ExeAsoCtrlFlowMeter::set_aso_type_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9611,12 +9668,12 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
-                .action()) }
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                u64::from(ExeAsoCtrlFlowMeter::action(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
-                .set_action(x & 1 != 0); }
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                ExeAsoCtrlFlowMeter::set_action(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9634,12 +9691,12 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
-                .init_color_raw()) }
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                u64::from(ExeAsoCtrlFlowMeter::init_color_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
-                .set_init_color_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                ExeAsoCtrlFlowMeter::set_init_color_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9651,12 +9708,12 @@ pub const EXE_ASO_CTRL_FLOW_METER_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b); u64::from(v
-                .meter_id()) }
+                | b, _ | { let v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                u64::from(ExeAsoCtrlFlowMeter::meter_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b); v
-                .set_meter_id(x & 1 != 0); }
+                | b, _, x | { let mut v = ExeAsoCtrlFlowMeter::new_unchecked(b);
+                ExeAsoCtrlFlowMeter::set_meter_id(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -9756,12 +9813,13 @@ pub const EXTENDED_DEST_FORMAT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ExtendedDestFormat::new_unchecked(b); u64::from(v
-                .packet_reformat_id()) }
+                | b, _ | { let v = ExtendedDestFormat::new_unchecked(b);
+                u64::from(ExtendedDestFormat::packet_reformat_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ExtendedDestFormat::new_unchecked(b); v
-                .set_packet_reformat_id((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ExtendedDestFormat::new_unchecked(b);
+                ExtendedDestFormat::set_packet_reformat_id(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
     ],
@@ -9779,8 +9837,8 @@ pub const EXTENDED_DEST_FORMAT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 16 { return
                 None; } let v = ExtendedDestFormat::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.destination_entry(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                None; } let sub = ExtendedDestFormat::destination_entry(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -9977,12 +10035,12 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
-                .destination_type_raw()) }
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b);
+                u64::from(DestFormatStruct::destination_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
-                .set_destination_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b);
+                DestFormatStruct::set_destination_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9994,12 +10052,12 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
-                .destination_id()) }
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b);
+                u64::from(DestFormatStruct::destination_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
-                .set_destination_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b);
+                DestFormatStruct::set_destination_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10011,12 +10069,14 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
-                .destination_eswitch_owner_vhca_id_valid()) }
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b);
+                u64::from(DestFormatStruct::destination_eswitch_owner_vhca_id_valid(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
-                .set_destination_eswitch_owner_vhca_id_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b);
+                DestFormatStruct::set_destination_eswitch_owner_vhca_id_valid(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10028,12 +10088,12 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
-                .packet_reformat()) }
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b);
+                u64::from(DestFormatStruct::packet_reformat(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
-                .set_packet_reformat(x & 1 != 0); }
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b);
+                DestFormatStruct::set_packet_reformat(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10045,12 +10105,13 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
-                .destination_table_type()) }
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b);
+                u64::from(DestFormatStruct::destination_table_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
-                .set_destination_table_type((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b);
+                DestFormatStruct::set_destination_table_type(& mut v, (x & 0xff) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10062,12 +10123,13 @@ pub const DEST_FORMAT_STRUCT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestFormatStruct::new_unchecked(b); u64::from(v
-                .destination_eswitch_owner_vhca_id()) }
+                | b, _ | { let v = DestFormatStruct::new_unchecked(b);
+                u64::from(DestFormatStruct::destination_eswitch_owner_vhca_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b); v
-                .set_destination_eswitch_owner_vhca_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestFormatStruct::new_unchecked(b);
+                DestFormatStruct::set_destination_eswitch_owner_vhca_id(& mut v, (x &
+                0xffff) as u16); }
             ),
         },
     ],
@@ -10145,12 +10207,12 @@ pub const FLOW_COUNTER_LIST_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowCounterList::new_unchecked(b); u64::from(v
-                .flow_counter_id()) }
+                | b, _ | { let v = FlowCounterList::new_unchecked(b);
+                u64::from(FlowCounterList::flow_counter_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowCounterList::new_unchecked(b); v
-                .set_flow_counter_id((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = FlowCounterList::new_unchecked(b);
+                FlowCounterList::set_flow_counter_id(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -10236,11 +10298,12 @@ pub const SET_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = SetFteOut::new_unchecked(b);
+                u64::from(SetFteOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = SetFteOut::new_unchecked(b);
+                SetFteOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10252,11 +10315,12 @@ pub const SET_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFteOut::new_unchecked(b); u64::from(v.syndrome()) }
+                | b, _ | { let v = SetFteOut::new_unchecked(b);
+                u64::from(SetFteOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFteOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = SetFteOut::new_unchecked(b);
+                SetFteOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -10536,12 +10600,12 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10553,12 +10617,12 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10570,12 +10634,12 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10587,12 +10651,12 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10610,12 +10674,12 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .table_type_raw()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::table_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_table_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_table_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10627,12 +10691,12 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .table_of_other_vport()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::table_of_other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_table_of_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_table_of_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10644,12 +10708,13 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .table_vport_number()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::table_vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_table_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_table_vport_number(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10661,12 +10726,12 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .table_id()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::table_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_table_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_table_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10678,12 +10743,12 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .underlay_qpn()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::underlay_qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_underlay_qpn((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_underlay_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10695,12 +10760,13 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .table_eswitch_owner_vhca_id_valid()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::table_eswitch_owner_vhca_id_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_table_eswitch_owner_vhca_id_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_table_eswitch_owner_vhca_id_valid(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10712,12 +10778,13 @@ pub const SET_FLOW_TABLE_ROOT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b); u64::from(v
-                .table_eswitch_owner_vhca_id()) }
+                | b, _ | { let v = SetFlowTableRootIn::new_unchecked(b);
+                u64::from(SetFlowTableRootIn::table_eswitch_owner_vhca_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b); v
-                .set_table_eswitch_owner_vhca_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetFlowTableRootIn::new_unchecked(b);
+                SetFlowTableRootIn::set_table_eswitch_owner_vhca_id(& mut v, (x & 0xffff)
+                as u16); }
             ),
         },
     ],
@@ -10823,12 +10890,12 @@ pub const SET_FLOW_TABLE_ROOT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = SetFlowTableRootOut::new_unchecked(b);
+                u64::from(SetFlowTableRootOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = SetFlowTableRootOut::new_unchecked(b);
+                SetFlowTableRootOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -10840,12 +10907,12 @@ pub const SET_FLOW_TABLE_ROOT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflec
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetFlowTableRootOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = SetFlowTableRootOut::new_unchecked(b);
+                u64::from(SetFlowTableRootOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetFlowTableRootOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = SetFlowTableRootOut::new_unchecked(b);
+                SetFlowTableRootOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -11021,12 +11088,12 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(DestroyFlowTableIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b);
+                DestroyFlowTableIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11038,12 +11105,12 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(DestroyFlowTableIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b);
+                DestroyFlowTableIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11055,12 +11122,12 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(DestroyFlowTableIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b);
+                DestroyFlowTableIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11072,12 +11139,12 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(DestroyFlowTableIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b);
+                DestroyFlowTableIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11095,12 +11162,12 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
-                .table_type_raw()) }
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(DestroyFlowTableIn::table_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
-                .set_table_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b);
+                DestroyFlowTableIn::set_table_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11112,12 +11179,12 @@ pub const DESTROY_FLOW_TABLE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b); u64::from(v
-                .table_id()) }
+                | b, _ | { let v = DestroyFlowTableIn::new_unchecked(b);
+                u64::from(DestroyFlowTableIn::table_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b); v
-                .set_table_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyFlowTableIn::new_unchecked(b);
+                DestroyFlowTableIn::set_table_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -11223,12 +11290,12 @@ pub const DESTROY_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowTableOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = DestroyFlowTableOut::new_unchecked(b);
+                u64::from(DestroyFlowTableOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowTableOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyFlowTableOut::new_unchecked(b);
+                DestroyFlowTableOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11240,12 +11307,12 @@ pub const DESTROY_FLOW_TABLE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowTableOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyFlowTableOut::new_unchecked(b);
+                u64::from(DestroyFlowTableOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowTableOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyFlowTableOut::new_unchecked(b);
+                DestroyFlowTableOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -11437,12 +11504,12 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(DestroyFlowGroupIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                DestroyFlowGroupIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11454,12 +11521,12 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(DestroyFlowGroupIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                DestroyFlowGroupIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11471,12 +11538,12 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(DestroyFlowGroupIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                DestroyFlowGroupIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11488,12 +11555,12 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(DestroyFlowGroupIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                DestroyFlowGroupIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11511,12 +11578,12 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
-                .table_type_raw()) }
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(DestroyFlowGroupIn::table_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
-                .set_table_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                DestroyFlowGroupIn::set_table_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11528,12 +11595,12 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
-                .table_id()) }
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(DestroyFlowGroupIn::table_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
-                .set_table_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                DestroyFlowGroupIn::set_table_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11545,12 +11612,12 @@ pub const DESTROY_FLOW_GROUP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b); u64::from(v
-                .group_id()) }
+                | b, _ | { let v = DestroyFlowGroupIn::new_unchecked(b);
+                u64::from(DestroyFlowGroupIn::group_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b); v
-                .set_group_id((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyFlowGroupIn::new_unchecked(b);
+                DestroyFlowGroupIn::set_group_id(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -11655,12 +11722,12 @@ pub const DESTROY_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = DestroyFlowGroupOut::new_unchecked(b);
+                u64::from(DestroyFlowGroupOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyFlowGroupOut::new_unchecked(b);
+                DestroyFlowGroupOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11672,12 +11739,12 @@ pub const DESTROY_FLOW_GROUP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyFlowGroupOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyFlowGroupOut::new_unchecked(b);
+                u64::from(DestroyFlowGroupOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyFlowGroupOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyFlowGroupOut::new_unchecked(b);
+                DestroyFlowGroupOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -11869,11 +11936,12 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b);
+                u64::from(DeleteFteIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b);
+                DeleteFteIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11885,11 +11953,12 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b);
+                u64::from(DeleteFteIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b);
+                DeleteFteIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11901,12 +11970,12 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b);
+                u64::from(DeleteFteIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b);
+                DeleteFteIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11918,12 +11987,12 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b);
+                u64::from(DeleteFteIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b);
+                DeleteFteIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11941,12 +12010,12 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v
-                .table_type_raw()) }
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b);
+                u64::from(DeleteFteIn::table_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
-                .set_table_type_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b);
+                DeleteFteIn::set_table_type_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11958,12 +12027,12 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v.table_id())
-                }
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b);
+                u64::from(DeleteFteIn::table_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
-                .set_table_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b);
+                DeleteFteIn::set_table_id(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -11975,12 +12044,12 @@ pub const DELETE_FTE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteIn::new_unchecked(b); u64::from(v
-                .flow_index()) }
+                | b, _ | { let v = DeleteFteIn::new_unchecked(b);
+                u64::from(DeleteFteIn::flow_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b); v
-                .set_flow_index((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DeleteFteIn::new_unchecked(b);
+                DeleteFteIn::set_flow_index(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -12085,12 +12154,12 @@ pub const DELETE_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DeleteFteOut::new_unchecked(b);
+                u64::from(DeleteFteOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = DeleteFteOut::new_unchecked(b);
+                DeleteFteOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -12102,12 +12171,12 @@ pub const DELETE_FTE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeleteFteOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DeleteFteOut::new_unchecked(b);
+                u64::from(DeleteFteOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeleteFteOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DeleteFteOut::new_unchecked(b);
+                DeleteFteOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],

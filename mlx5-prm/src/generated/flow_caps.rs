@@ -505,12 +505,12 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .nic_rx_multi_path_tirs()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::nic_rx_multi_path_tirs(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_nic_rx_multi_path_tirs(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_nic_rx_multi_path_tirs(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -522,12 +522,12 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .nic_rx_multi_path_tirs_fts()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::nic_rx_multi_path_tirs_fts(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_nic_rx_multi_path_tirs_fts(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_nic_rx_multi_path_tirs_fts(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -539,12 +539,13 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .allow_sniffer_and_nic_rx_shared_tir()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::allow_sniffer_and_nic_rx_shared_tir(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_allow_sniffer_and_nic_rx_shared_tir(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_allow_sniffer_and_nic_rx_shared_tir(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -556,12 +557,12 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .sw_owner_reformat_supported()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::sw_owner_reformat_supported(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_sw_owner_reformat_supported(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_sw_owner_reformat_supported(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -573,12 +574,12 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .encap_general_header()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::encap_general_header(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_encap_general_header(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_encap_general_header(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -590,12 +591,13 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .log_max_packet_reformat_context()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::log_max_packet_reformat_context(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_log_max_packet_reformat_context((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_log_max_packet_reformat_context(& mut v, (x & 0x1f)
+                as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -607,12 +609,13 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .max_encap_header_size()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::max_encap_header_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_max_encap_header_size((x & 0x3ff) as u16); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_max_encap_header_size(& mut v, (x & 0x3ff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -624,13 +627,14 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .sw_steering_nic_rx_action_drop_icm_address()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::sw_steering_nic_rx_action_drop_icm_address(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_sw_steering_nic_rx_action_drop_icm_address((x & 0xffffffffffffffff)
-                as u64); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_sw_steering_nic_rx_action_drop_icm_address(& mut v,
+                (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -642,13 +646,14 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .sw_steering_nic_tx_action_drop_icm_address()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::sw_steering_nic_tx_action_drop_icm_address(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_sw_steering_nic_tx_action_drop_icm_address((x & 0xffffffffffffffff)
-                as u64); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_sw_steering_nic_tx_action_drop_icm_address(& mut v,
+                (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -660,13 +665,14 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTableNicCap::new_unchecked(b); u64::from(v
-                .sw_steering_nic_tx_action_allow_icm_address()) }
+                | b, _ | { let v = FlowTableNicCap::new_unchecked(b);
+                u64::from(FlowTableNicCap::sw_steering_nic_tx_action_allow_icm_address(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b); v
-                .set_sw_steering_nic_tx_action_allow_icm_address((x & 0xffffffffffffffff)
-                as u64); }
+                | b, _, x | { let mut v = FlowTableNicCap::new_unchecked(b);
+                FlowTableNicCap::set_sw_steering_nic_tx_action_allow_icm_address(& mut v,
+                (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -684,7 +690,8 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.flow_table_properties_nic_receive(); Some(sub
+                return None; } let sub =
+                FlowTableNicCap::flow_table_properties_nic_receive(& v); Some(sub
                 .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
@@ -701,8 +708,9 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.flow_table_properties_nic_receive_rdma();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub =
+                FlowTableNicCap::flow_table_properties_nic_receive_rdma(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -718,8 +726,9 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.flow_table_properties_nic_receive_sniffer();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub =
+                FlowTableNicCap::flow_table_properties_nic_receive_sniffer(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -735,7 +744,8 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.flow_table_properties_nic_transmit(); Some(sub
+                return None; } let sub =
+                FlowTableNicCap::flow_table_properties_nic_transmit(& v); Some(sub
                 .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
@@ -752,8 +762,9 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.flow_table_properties_nic_transmit_rdma();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub =
+                FlowTableNicCap::flow_table_properties_nic_transmit_rdma(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -769,7 +780,8 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.flow_table_properties_nic_transmit_sniffer();
+                return None; } let sub =
+                FlowTableNicCap::flow_table_properties_nic_transmit_sniffer(& v);
                 Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
@@ -788,8 +800,9 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.ft_field_support_2_nic_receive(); Some(sub
-                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub =
+                FlowTableNicCap::ft_field_support_2_nic_receive(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -807,8 +820,9 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.ft_field_support_2_nic_receive_rdma();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub =
+                FlowTableNicCap::ft_field_support_2_nic_receive_rdma(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -826,8 +840,9 @@ pub const FLOW_TABLE_NIC_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 4096 {
                 return None; } let v = FlowTableNicCap::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.ft_field_support_2_nic_transmit_rdma();
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub =
+                FlowTableNicCap::ft_field_support_2_nic_transmit_rdma(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2721,12 +2736,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .ft_support()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::ft_support(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_ft_support(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_ft_support(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2738,12 +2753,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .flow_counter()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::flow_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_flow_counter(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_flow_counter(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2755,12 +2770,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .flow_modify_en()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::flow_modify_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_flow_modify_en(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_flow_modify_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2772,12 +2787,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .modify_root()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::modify_root(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_modify_root(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_modify_root(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2789,12 +2804,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .identified_miss_table_mode()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::identified_miss_table_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_identified_miss_table_mode(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_identified_miss_table_mode(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2806,12 +2822,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .flow_table_modify()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::flow_table_modify(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_flow_table_modify(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_flow_table_modify(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2823,12 +2839,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2840,12 +2856,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .decap()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::decap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_decap(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_decap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2857,12 +2873,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reset_root_to_default()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reset_root_to_default(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reset_root_to_default(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reset_root_to_default(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2874,12 +2890,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .pop_vlan()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::pop_vlan(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_pop_vlan(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_pop_vlan(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2891,12 +2907,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .push_vlan()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::push_vlan(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_push_vlan(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_push_vlan(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2908,12 +2924,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .pop_vlan_2()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::pop_vlan_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_pop_vlan_2(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_pop_vlan_2(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2925,12 +2941,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .push_vlan_2()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::push_vlan_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_push_vlan_2(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_push_vlan_2(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2942,12 +2958,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_and_vlan_action()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_and_vlan_action(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_and_vlan_action(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_and_vlan_action(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2959,12 +2975,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .sw_owner()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::sw_owner(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_sw_owner(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_sw_owner(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2976,12 +2992,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_l3_tunnel_to_l2()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_l3_tunnel_to_l2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_l3_tunnel_to_l2(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_l3_tunnel_to_l2(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2993,12 +3009,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_l2_to_l3_tunnel()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_l2_to_l3_tunnel(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_l2_to_l3_tunnel(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_l2_to_l3_tunnel(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3010,12 +3026,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_and_modify_action()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_and_modify_action(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_and_modify_action(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_and_modify_action(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3027,12 +3044,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .ignore_flow_level()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::ignore_flow_level(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_ignore_flow_level(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_ignore_flow_level(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3044,12 +3061,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .table_miss_action_domain()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::table_miss_action_domain(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_table_miss_action_domain(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_table_miss_action_domain(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3061,12 +3078,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .termination_table()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::termination_table(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_termination_table(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_termination_table(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3078,12 +3095,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_and_fwd_to_table()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_and_fwd_to_table(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_and_fwd_to_table(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_and_fwd_to_table(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3095,12 +3113,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .ipsec_encrypt()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::ipsec_encrypt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_ipsec_encrypt(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_ipsec_encrypt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3112,12 +3130,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .ipsec_decrypt()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::ipsec_decrypt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_ipsec_decrypt(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_ipsec_decrypt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3129,12 +3147,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .sw_owner_v2()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::sw_owner_v2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_sw_owner_v2(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_sw_owner_v2(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3146,12 +3164,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .termination_table_raw_traffic()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::termination_table_raw_traffic(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_termination_table_raw_traffic(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_termination_table_raw_traffic(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3163,12 +3182,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .log_max_ft_size()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::log_max_ft_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_log_max_ft_size((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_log_max_ft_size(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3180,12 +3199,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .log_max_modify_header_context()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::log_max_modify_header_context(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_log_max_modify_header_context((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_log_max_modify_header_context(& mut v, (x &
+                0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3197,12 +3217,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .max_modify_header_actions()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::max_modify_header_actions(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_max_modify_header_actions((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_max_modify_header_actions(& mut v, (x & 0xff) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3214,12 +3235,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .max_ft_level()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::max_ft_level(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_max_ft_level((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_max_ft_level(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3231,12 +3252,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_add_esp_trasport()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_add_esp_trasport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_add_esp_trasport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_add_esp_trasport(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3248,12 +3270,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_l2_to_l3_esp_tunnel()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_l2_to_l3_esp_tunnel(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_l2_to_l3_esp_tunnel(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_l2_to_l3_esp_tunnel(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3265,12 +3288,14 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_add_esp_transport_over_udp()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_add_esp_transport_over_udp(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_add_esp_transport_over_udp(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_add_esp_transport_over_udp(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3282,12 +3307,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_del_esp_trasport()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_del_esp_trasport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_del_esp_trasport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_del_esp_trasport(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3299,12 +3325,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_l3_esp_tunnel_to_l2()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_l3_esp_tunnel_to_l2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_l3_esp_tunnel_to_l2(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_l3_esp_tunnel_to_l2(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3316,12 +3343,14 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_del_esp_transport_over_udp()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_del_esp_transport_over_udp(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_del_esp_transport_over_udp(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_del_esp_transport_over_udp(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3333,12 +3362,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .execute_aso()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::execute_aso(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_execute_aso(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_execute_aso(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3350,12 +3379,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_insert()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_insert(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_insert(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_insert(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3367,12 +3396,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_remove()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_remove(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_remove(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_remove(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3384,12 +3413,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .macsec_encrypt()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::macsec_encrypt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_macsec_encrypt(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_macsec_encrypt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3401,12 +3430,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .macsec_decrypt()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::macsec_decrypt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_macsec_decrypt(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_macsec_decrypt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3418,12 +3447,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_add_macsec()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_add_macsec(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_add_macsec(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_add_macsec(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3435,12 +3464,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_remove_macsec()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_remove_macsec(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_remove_macsec(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_remove_macsec(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3452,12 +3481,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reparse()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reparse(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reparse(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reparse(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3469,12 +3498,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .cross_vhca_object()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::cross_vhca_object(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_cross_vhca_object(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_cross_vhca_object(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3486,12 +3515,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_l2_to_l3_audp_tunnel()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_l2_to_l3_audp_tunnel(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_l2_to_l3_audp_tunnel(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_l2_to_l3_audp_tunnel(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3503,12 +3533,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .reformat_l3_audp_tunnel_to_l2()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::reformat_l3_audp_tunnel_to_l2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_reformat_l3_audp_tunnel_to_l2(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_reformat_l3_audp_tunnel_to_l2(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3520,12 +3551,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .ignore_flow_level_rtc_valid()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::ignore_flow_level_rtc_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_ignore_flow_level_rtc_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_ignore_flow_level_rtc_valid(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3537,12 +3569,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .log_max_ft_num()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::log_max_ft_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_log_max_ft_num((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_log_max_ft_num(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3554,12 +3586,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .log_max_flow_counter()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::log_max_flow_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_log_max_flow_counter((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_log_max_flow_counter(& mut v, (x & 0xff) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3571,12 +3604,13 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .log_max_destination()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::log_max_destination(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_log_max_destination((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_log_max_destination(& mut v, (x & 0xff) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3588,12 +3622,12 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b); u64::from(v
-                .log_max_flow()) }
+                | b, _ | { let v = FlowTablePropLayout::new_unchecked(b);
+                u64::from(FlowTablePropLayout::log_max_flow(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b); v
-                .set_log_max_flow((x & 0xff) as u8); }
+                | b, _, x | { let mut v = FlowTablePropLayout::new_unchecked(b);
+                FlowTablePropLayout::set_log_max_flow(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -3611,8 +3645,8 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FlowTablePropLayout::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.ft_field_support(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                None; } let sub = FlowTablePropLayout::ft_field_support(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3628,8 +3662,8 @@ pub const FLOW_TABLE_PROP_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = FlowTablePropLayout::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.ft_field_bitmask_support(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                None; } let sub = FlowTablePropLayout::ft_field_bitmask_support(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -4751,11 +4785,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_dmac()) }
+                u64::from(FlowTableFieldsSupported::outer_dmac(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_dmac(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_dmac(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4768,11 +4802,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_smac()) }
+                u64::from(FlowTableFieldsSupported::outer_smac(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_smac(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_smac(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4785,11 +4819,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ether_type()) }
+                u64::from(FlowTableFieldsSupported::outer_ether_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_ether_type(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_ether_type(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4802,11 +4836,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ip_version()) }
+                u64::from(FlowTableFieldsSupported::outer_ip_version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_ip_version(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_ip_version(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4819,11 +4853,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_prio()) }
+                u64::from(FlowTableFieldsSupported::outer_first_prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_first_prio(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_first_prio(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4836,11 +4870,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_cfi()) }
+                u64::from(FlowTableFieldsSupported::outer_first_cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_first_cfi(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_first_cfi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4853,11 +4887,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_vid()) }
+                u64::from(FlowTableFieldsSupported::outer_first_vid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_first_vid(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_first_vid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4870,11 +4904,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ipv4_ttl()) }
+                u64::from(FlowTableFieldsSupported::outer_ipv4_ttl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_ipv4_ttl(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_ipv4_ttl(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4887,11 +4921,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_second_prio()) }
+                u64::from(FlowTableFieldsSupported::outer_second_prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_second_prio(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_second_prio(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4904,11 +4938,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_second_cfi()) }
+                u64::from(FlowTableFieldsSupported::outer_second_cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_second_cfi(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_second_cfi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4921,11 +4955,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_second_vid()) }
+                u64::from(FlowTableFieldsSupported::outer_second_vid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_second_vid(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_second_vid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4938,11 +4972,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_sip()) }
+                u64::from(FlowTableFieldsSupported::outer_sip(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_sip(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_sip(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4955,11 +4989,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_dip()) }
+                u64::from(FlowTableFieldsSupported::outer_dip(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_dip(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_dip(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4972,11 +5006,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_frag()) }
+                u64::from(FlowTableFieldsSupported::outer_frag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_frag(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_frag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4989,11 +5023,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ip_protocol()) }
+                u64::from(FlowTableFieldsSupported::outer_ip_protocol(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_ip_protocol(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_ip_protocol(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5006,11 +5040,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ip_ecn()) }
+                u64::from(FlowTableFieldsSupported::outer_ip_ecn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_ip_ecn(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_ip_ecn(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5023,11 +5057,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_ip_dscp()) }
+                u64::from(FlowTableFieldsSupported::outer_ip_dscp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_ip_dscp(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_ip_dscp(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5040,11 +5074,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_udp_sport()) }
+                u64::from(FlowTableFieldsSupported::outer_udp_sport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_udp_sport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_udp_sport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5057,11 +5091,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_udp_dport()) }
+                u64::from(FlowTableFieldsSupported::outer_udp_dport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_udp_dport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_udp_dport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5074,11 +5108,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_tcp_sport()) }
+                u64::from(FlowTableFieldsSupported::outer_tcp_sport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_tcp_sport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_tcp_sport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5091,11 +5125,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_tcp_dport()) }
+                u64::from(FlowTableFieldsSupported::outer_tcp_dport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_tcp_dport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_tcp_dport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5108,11 +5142,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_tcp_flags()) }
+                u64::from(FlowTableFieldsSupported::outer_tcp_flags(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_tcp_flags(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_tcp_flags(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5125,11 +5159,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_gre_protocol()) }
+                u64::from(FlowTableFieldsSupported::outer_gre_protocol(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_gre_protocol(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_gre_protocol(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5142,11 +5176,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_gre_key()) }
+                u64::from(FlowTableFieldsSupported::outer_gre_key(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_gre_key(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_gre_key(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5159,11 +5193,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_vxlan_vni()) }
+                u64::from(FlowTableFieldsSupported::outer_vxlan_vni(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_vxlan_vni(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_vxlan_vni(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5176,11 +5210,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_geneve_vni()) }
+                u64::from(FlowTableFieldsSupported::outer_geneve_vni(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_geneve_vni(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_geneve_vni(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5193,11 +5227,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_geneve_oam()) }
+                u64::from(FlowTableFieldsSupported::outer_geneve_oam(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_geneve_oam(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_geneve_oam(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5210,11 +5244,12 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_geneve_protocol_type()) }
+                u64::from(FlowTableFieldsSupported::outer_geneve_protocol_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_geneve_protocol_type(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_geneve_protocol_type(& mut v, x & 1
+                != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5227,11 +5262,12 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_geneve_opt_len()) }
+                u64::from(FlowTableFieldsSupported::outer_geneve_opt_len(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_geneve_opt_len(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_geneve_opt_len(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5244,11 +5280,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.source_vhca_port()) }
+                u64::from(FlowTableFieldsSupported::source_vhca_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_source_vhca_port(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_source_vhca_port(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5261,11 +5297,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.source_eswitch_port()) }
+                u64::from(FlowTableFieldsSupported::source_eswitch_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_source_eswitch_port(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_source_eswitch_port(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5278,11 +5314,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_dmac()) }
+                u64::from(FlowTableFieldsSupported::inner_dmac(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_dmac(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_dmac(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5295,11 +5331,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_smac()) }
+                u64::from(FlowTableFieldsSupported::inner_smac(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_smac(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_smac(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5312,11 +5348,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ether_type()) }
+                u64::from(FlowTableFieldsSupported::inner_ether_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_ether_type(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_ether_type(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5329,11 +5365,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ip_version()) }
+                u64::from(FlowTableFieldsSupported::inner_ip_version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_ip_version(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_ip_version(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5346,11 +5382,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_first_prio()) }
+                u64::from(FlowTableFieldsSupported::inner_first_prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_first_prio(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_first_prio(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5363,11 +5399,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_first_cfi()) }
+                u64::from(FlowTableFieldsSupported::inner_first_cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_first_cfi(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_first_cfi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5380,11 +5416,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_first_vid()) }
+                u64::from(FlowTableFieldsSupported::inner_first_vid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_first_vid(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_first_vid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5397,11 +5433,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_second_prio()) }
+                u64::from(FlowTableFieldsSupported::inner_second_prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_second_prio(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_second_prio(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5414,11 +5450,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_second_cfi()) }
+                u64::from(FlowTableFieldsSupported::inner_second_cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_second_cfi(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_second_cfi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5431,11 +5467,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_second_vid()) }
+                u64::from(FlowTableFieldsSupported::inner_second_vid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_second_vid(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_second_vid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5448,11 +5484,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_sip()) }
+                u64::from(FlowTableFieldsSupported::inner_sip(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_sip(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_sip(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5465,11 +5501,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_dip()) }
+                u64::from(FlowTableFieldsSupported::inner_dip(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_dip(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_dip(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5482,11 +5518,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_frag()) }
+                u64::from(FlowTableFieldsSupported::inner_frag(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_frag(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_frag(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5499,11 +5535,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ip_protocol()) }
+                u64::from(FlowTableFieldsSupported::inner_ip_protocol(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_ip_protocol(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_ip_protocol(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5516,11 +5552,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ip_ecn()) }
+                u64::from(FlowTableFieldsSupported::inner_ip_ecn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_ip_ecn(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_ip_ecn(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5533,11 +5569,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_ip_dscp()) }
+                u64::from(FlowTableFieldsSupported::inner_ip_dscp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_ip_dscp(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_ip_dscp(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5550,11 +5586,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_udp_sport()) }
+                u64::from(FlowTableFieldsSupported::inner_udp_sport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_udp_sport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_udp_sport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5567,11 +5603,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_udp_dport()) }
+                u64::from(FlowTableFieldsSupported::inner_udp_dport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_udp_dport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_udp_dport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5584,11 +5620,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_tcp_sport()) }
+                u64::from(FlowTableFieldsSupported::inner_tcp_sport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_tcp_sport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_tcp_sport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5601,11 +5637,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_tcp_dport()) }
+                u64::from(FlowTableFieldsSupported::inner_tcp_dport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_tcp_dport(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_tcp_dport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5618,11 +5654,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_tcp_flags()) }
+                u64::from(FlowTableFieldsSupported::inner_tcp_flags(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_tcp_flags(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_tcp_flags(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5635,11 +5671,12 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.geneve_tlv_option_0_data()) }
+                u64::from(FlowTableFieldsSupported::geneve_tlv_option_0_data(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_geneve_tlv_option_0_data(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_geneve_tlv_option_0_data(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5652,11 +5689,12 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.geneve_tlv_option_0_exist()) }
+                u64::from(FlowTableFieldsSupported::geneve_tlv_option_0_exist(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_geneve_tlv_option_0_exist(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_geneve_tlv_option_0_exist(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5669,11 +5707,12 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_mpls_over_udp()) }
+                u64::from(FlowTableFieldsSupported::outer_first_mpls_over_udp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_first_mpls_over_udp((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_first_mpls_over_udp(& mut v, (x &
+                0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5686,11 +5725,12 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_mpls_over_gre()) }
+                u64::from(FlowTableFieldsSupported::outer_first_mpls_over_gre(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_first_mpls_over_gre((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_first_mpls_over_gre(& mut v, (x &
+                0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5703,11 +5743,12 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.inner_first_mpls()) }
+                u64::from(FlowTableFieldsSupported::inner_first_mpls(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_inner_first_mpls((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_inner_first_mpls(& mut v, (x & 0xf) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5720,11 +5761,12 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_first_mpls()) }
+                u64::from(FlowTableFieldsSupported::outer_first_mpls(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_first_mpls((x & 0xf) as u8); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_first_mpls(& mut v, (x & 0xf) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5737,11 +5779,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.outer_esp_spi()) }
+                u64::from(FlowTableFieldsSupported::outer_esp_spi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_outer_esp_spi(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_outer_esp_spi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5754,11 +5796,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.bth_dst_qp()) }
+                u64::from(FlowTableFieldsSupported::bth_dst_qp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_bth_dst_qp(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_bth_dst_qp(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5771,11 +5813,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_7()) }
+                u64::from(FlowTableFieldsSupported::metadata_reg_c_7(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_metadata_reg_c_7(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_metadata_reg_c_7(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5788,11 +5830,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_6()) }
+                u64::from(FlowTableFieldsSupported::metadata_reg_c_6(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_metadata_reg_c_6(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_metadata_reg_c_6(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5805,11 +5847,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_5()) }
+                u64::from(FlowTableFieldsSupported::metadata_reg_c_5(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_metadata_reg_c_5(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_metadata_reg_c_5(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5822,11 +5864,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_4()) }
+                u64::from(FlowTableFieldsSupported::metadata_reg_c_4(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_metadata_reg_c_4(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_metadata_reg_c_4(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5839,11 +5881,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_3()) }
+                u64::from(FlowTableFieldsSupported::metadata_reg_c_3(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_metadata_reg_c_3(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_metadata_reg_c_3(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5856,11 +5898,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_2()) }
+                u64::from(FlowTableFieldsSupported::metadata_reg_c_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_metadata_reg_c_2(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_metadata_reg_c_2(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5873,11 +5915,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_1()) }
+                u64::from(FlowTableFieldsSupported::metadata_reg_c_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_metadata_reg_c_1(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_metadata_reg_c_1(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5890,11 +5932,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported::new_unchecked(b);
-                u64::from(v.metadata_reg_c_0()) }
+                u64::from(FlowTableFieldsSupported::metadata_reg_c_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b); v
-                .set_metadata_reg_c_0(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported::new_unchecked(b);
+                FlowTableFieldsSupported::set_metadata_reg_c_0(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -6026,11 +6068,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported2::new_unchecked(b);
-                u64::from(v.inner_l4_type()) }
+                u64::from(FlowTableFieldsSupported2::inner_l4_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b); v
-                .set_inner_l4_type(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b);
+                FlowTableFieldsSupported2::set_inner_l4_type(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6043,11 +6085,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported2::new_unchecked(b);
-                u64::from(v.outer_l4_type()) }
+                u64::from(FlowTableFieldsSupported2::outer_l4_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b); v
-                .set_outer_l4_type(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b);
+                FlowTableFieldsSupported2::set_outer_l4_type(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6060,11 +6102,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported2::new_unchecked(b);
-                u64::from(v.bth_opcode()) }
+                u64::from(FlowTableFieldsSupported2::bth_opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b); v
-                .set_bth_opcode(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b);
+                FlowTableFieldsSupported2::set_bth_opcode(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6077,11 +6119,11 @@ pub const FLOW_TABLE_FIELDS_SUPPORTED_2_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = FlowTableFieldsSupported2::new_unchecked(b);
-                u64::from(v.tunnel_header_0_1()) }
+                u64::from(FlowTableFieldsSupported2::tunnel_header_0_1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b); v
-                .set_tunnel_header_0_1(x & 1 != 0); }
+                | b, _, x | { let mut v = FlowTableFieldsSupported2::new_unchecked(b);
+                FlowTableFieldsSupported2::set_tunnel_header_0_1(& mut v, x & 1 != 0); }
             ),
         },
     ],

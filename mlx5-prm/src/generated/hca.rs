@@ -206,11 +206,12 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EnableHcaIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = EnableHcaIn::new_unchecked(b);
+                u64::from(EnableHcaIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b);
+                EnableHcaIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -222,11 +223,12 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EnableHcaIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = EnableHcaIn::new_unchecked(b);
+                u64::from(EnableHcaIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b);
+                EnableHcaIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -238,12 +240,12 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EnableHcaIn::new_unchecked(b); u64::from(v
-                .embedded_cpu_function()) }
+                | b, _ | { let v = EnableHcaIn::new_unchecked(b);
+                u64::from(EnableHcaIn::embedded_cpu_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b); v
-                .set_embedded_cpu_function(x & 1 != 0); }
+                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b);
+                EnableHcaIn::set_embedded_cpu_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -255,12 +257,12 @@ pub const ENABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EnableHcaIn::new_unchecked(b); u64::from(v
-                .function_id()) }
+                | b, _ | { let v = EnableHcaIn::new_unchecked(b);
+                u64::from(EnableHcaIn::function_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b); v
-                .set_function_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = EnableHcaIn::new_unchecked(b);
+                EnableHcaIn::set_function_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -349,12 +351,12 @@ pub const ENABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EnableHcaOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = EnableHcaOut::new_unchecked(b);
+                u64::from(EnableHcaOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EnableHcaOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = EnableHcaOut::new_unchecked(b);
+                EnableHcaOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -366,12 +368,12 @@ pub const ENABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EnableHcaOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = EnableHcaOut::new_unchecked(b);
+                u64::from(EnableHcaOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EnableHcaOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EnableHcaOut::new_unchecked(b);
+                EnableHcaOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -499,12 +501,12 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DisableHcaIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = DisableHcaIn::new_unchecked(b);
+                u64::from(DisableHcaIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b);
+                DisableHcaIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -516,12 +518,12 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DisableHcaIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = DisableHcaIn::new_unchecked(b);
+                u64::from(DisableHcaIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b);
+                DisableHcaIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -533,12 +535,12 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DisableHcaIn::new_unchecked(b); u64::from(v
-                .embedded_cpu_function()) }
+                | b, _ | { let v = DisableHcaIn::new_unchecked(b);
+                u64::from(DisableHcaIn::embedded_cpu_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b); v
-                .set_embedded_cpu_function(x & 1 != 0); }
+                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b);
+                DisableHcaIn::set_embedded_cpu_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -550,12 +552,12 @@ pub const DISABLE_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DisableHcaIn::new_unchecked(b); u64::from(v
-                .function_id()) }
+                | b, _ | { let v = DisableHcaIn::new_unchecked(b);
+                u64::from(DisableHcaIn::function_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b); v
-                .set_function_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DisableHcaIn::new_unchecked(b);
+                DisableHcaIn::set_function_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -644,12 +646,12 @@ pub const DISABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DisableHcaOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DisableHcaOut::new_unchecked(b);
+                u64::from(DisableHcaOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DisableHcaOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DisableHcaOut::new_unchecked(b);
+                DisableHcaOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -661,12 +663,12 @@ pub const DISABLE_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DisableHcaOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DisableHcaOut::new_unchecked(b);
+                u64::from(DisableHcaOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DisableHcaOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DisableHcaOut::new_unchecked(b);
+                DisableHcaOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -755,11 +757,12 @@ pub const QUERY_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryIssiIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = QueryIssiIn::new_unchecked(b);
+                u64::from(QueryIssiIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryIssiIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryIssiIn::new_unchecked(b);
+                QueryIssiIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -771,11 +774,12 @@ pub const QUERY_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryIssiIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = QueryIssiIn::new_unchecked(b);
+                u64::from(QueryIssiIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryIssiIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryIssiIn::new_unchecked(b);
+                QueryIssiIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -903,12 +907,12 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryIssiOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = QueryIssiOut::new_unchecked(b);
+                u64::from(QueryIssiOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b);
+                QueryIssiOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -920,12 +924,12 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryIssiOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryIssiOut::new_unchecked(b);
+                u64::from(QueryIssiOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b);
+                QueryIssiOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -937,12 +941,12 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryIssiOut::new_unchecked(b); u64::from(v
-                .current_issi()) }
+                | b, _ | { let v = QueryIssiOut::new_unchecked(b);
+                u64::from(QueryIssiOut::current_issi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b); v
-                .set_current_issi((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b);
+                QueryIssiOut::set_current_issi(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -954,12 +958,12 @@ pub const QUERY_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryIssiOut::new_unchecked(b); u64::from(v
-                .supported_issi_dw0()) }
+                | b, _ | { let v = QueryIssiOut::new_unchecked(b);
+                u64::from(QueryIssiOut::supported_issi_dw0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b); v
-                .set_supported_issi_dw0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryIssiOut::new_unchecked(b);
+                QueryIssiOut::set_supported_issi_dw0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1091,11 +1095,12 @@ pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetIssiIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = SetIssiIn::new_unchecked(b);
+                u64::from(SetIssiIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b);
+                SetIssiIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1107,11 +1112,12 @@ pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetIssiIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = SetIssiIn::new_unchecked(b);
+                u64::from(SetIssiIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b);
+                SetIssiIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1123,12 +1129,12 @@ pub const SET_ISSI_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetIssiIn::new_unchecked(b); u64::from(v
-                .current_issi()) }
+                | b, _ | { let v = SetIssiIn::new_unchecked(b);
+                u64::from(SetIssiIn::current_issi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b); v
-                .set_current_issi((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetIssiIn::new_unchecked(b);
+                SetIssiIn::set_current_issi(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1214,11 +1220,12 @@ pub const SET_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetIssiOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = SetIssiOut::new_unchecked(b);
+                u64::from(SetIssiOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetIssiOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = SetIssiOut::new_unchecked(b);
+                SetIssiOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1230,12 +1237,12 @@ pub const SET_ISSI_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetIssiOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = SetIssiOut::new_unchecked(b);
+                u64::from(SetIssiOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetIssiOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = SetIssiOut::new_unchecked(b);
+                SetIssiOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1363,12 +1370,12 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = QueryPagesIn::new_unchecked(b);
+                u64::from(QueryPagesIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b);
+                QueryPagesIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1380,12 +1387,12 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = QueryPagesIn::new_unchecked(b);
+                u64::from(QueryPagesIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b);
+                QueryPagesIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1397,12 +1404,12 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesIn::new_unchecked(b); u64::from(v
-                .embedded_cpu_function()) }
+                | b, _ | { let v = QueryPagesIn::new_unchecked(b);
+                u64::from(QueryPagesIn::embedded_cpu_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b); v
-                .set_embedded_cpu_function(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b);
+                QueryPagesIn::set_embedded_cpu_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1414,12 +1421,12 @@ pub const QUERY_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesIn::new_unchecked(b); u64::from(v
-                .function_id()) }
+                | b, _ | { let v = QueryPagesIn::new_unchecked(b);
+                u64::from(QueryPagesIn::function_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b); v
-                .set_function_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryPagesIn::new_unchecked(b);
+                QueryPagesIn::set_function_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1563,12 +1570,12 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b);
+                u64::from(QueryPagesOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b);
+                QueryPagesOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1580,12 +1587,12 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b);
+                u64::from(QueryPagesOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b);
+                QueryPagesOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1597,12 +1604,12 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v
-                .embedded_cpu_function()) }
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b);
+                u64::from(QueryPagesOut::embedded_cpu_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
-                .set_embedded_cpu_function(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b);
+                QueryPagesOut::set_embedded_cpu_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1614,12 +1621,12 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v
-                .function_id()) }
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b);
+                u64::from(QueryPagesOut::function_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
-                .set_function_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b);
+                QueryPagesOut::set_function_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1631,12 +1638,12 @@ pub const QUERY_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryPagesOut::new_unchecked(b); u64::from(v
-                .num_pages()) }
+                | b, _ | { let v = QueryPagesOut::new_unchecked(b);
+                u64::from(QueryPagesOut::num_pages(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b); v
-                .set_num_pages((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryPagesOut::new_unchecked(b);
+                QueryPagesOut::set_num_pages(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1827,12 +1834,12 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b);
+                u64::from(ManagePagesIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b);
+                ManagePagesIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1844,12 +1851,12 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b);
+                u64::from(ManagePagesIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b);
+                ManagePagesIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1861,12 +1868,12 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v
-                .embedded_cpu_function()) }
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b);
+                u64::from(ManagePagesIn::embedded_cpu_function(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
-                .set_embedded_cpu_function(x & 1 != 0); }
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b);
+                ManagePagesIn::set_embedded_cpu_function(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1878,12 +1885,12 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v
-                .function_id()) }
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b);
+                u64::from(ManagePagesIn::function_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
-                .set_function_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b);
+                ManagePagesIn::set_function_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1895,12 +1902,12 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ManagePagesIn::new_unchecked(b); u64::from(v
-                .input_num_entries()) }
+                | b, _ | { let v = ManagePagesIn::new_unchecked(b);
+                u64::from(ManagePagesIn::input_num_entries(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b); v
-                .set_input_num_entries((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ManagePagesIn::new_unchecked(b);
+                ManagePagesIn::set_input_num_entries(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1912,13 +1919,13 @@ pub const MANAGE_PAGES_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { ManagePagesIn::new_unchecked(b).pas(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { ManagePagesIn::pas(&
+                ManagePagesIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                ManagePagesIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as
-                u64); }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = ManagePagesIn::set_pas(&
+                mut ManagePagesIn::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64);
+                }
             ),
         },
     ],
@@ -2077,12 +2084,12 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ManagePagesOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = ManagePagesOut::new_unchecked(b);
+                u64::from(ManagePagesOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b);
+                ManagePagesOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2094,12 +2101,12 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ManagePagesOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = ManagePagesOut::new_unchecked(b);
+                u64::from(ManagePagesOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b);
+                ManagePagesOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2111,12 +2118,13 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ManagePagesOut::new_unchecked(b); u64::from(v
-                .output_num_entries()) }
+                | b, _ | { let v = ManagePagesOut::new_unchecked(b);
+                u64::from(ManagePagesOut::output_num_entries(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b); v
-                .set_output_num_entries((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ManagePagesOut::new_unchecked(b);
+                ManagePagesOut::set_output_num_entries(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2128,13 +2136,13 @@ pub const MANAGE_PAGES_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { ManagePagesOut::new_unchecked(b)
-                .pas(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { ManagePagesOut::pas(&
+                ManagePagesOut::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                ManagePagesOut::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as
-                u64); }
+                ManagePagesOut::set_pas(& mut ManagePagesOut::new_unchecked(b), i, (x &
+                0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -2223,12 +2231,12 @@ pub const QUERY_ADAPTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryAdapterIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = QueryAdapterIn::new_unchecked(b);
+                u64::from(QueryAdapterIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryAdapterIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryAdapterIn::new_unchecked(b);
+                QueryAdapterIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2240,12 +2248,12 @@ pub const QUERY_ADAPTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryAdapterIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = QueryAdapterIn::new_unchecked(b);
+                u64::from(QueryAdapterIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryAdapterIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryAdapterIn::new_unchecked(b);
+                QueryAdapterIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -2355,12 +2363,12 @@ pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryAdapterOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QueryAdapterOut::new_unchecked(b);
+                u64::from(QueryAdapterOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryAdapterOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryAdapterOut::new_unchecked(b);
+                QueryAdapterOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2372,12 +2380,12 @@ pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryAdapterOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryAdapterOut::new_unchecked(b);
+                u64::from(QueryAdapterOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryAdapterOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryAdapterOut::new_unchecked(b);
+                QueryAdapterOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2395,8 +2403,8 @@ pub const QUERY_ADAPTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = QueryAdapterOut::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.query_adapter_struct(); Some(sub.storage().as_ptr()
-                as usize - b.as_ptr() as usize) }
+                None; } let sub = QueryAdapterOut::query_adapter_struct(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2538,12 +2546,13 @@ pub const QUERY_ADAPTER_PARAM_BLOCK_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryAdapterParamBlock::new_unchecked(b); u64::from(v
-                .ieee_vendor_id()) }
+                | b, _ | { let v = QueryAdapterParamBlock::new_unchecked(b);
+                u64::from(QueryAdapterParamBlock::ieee_vendor_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryAdapterParamBlock::new_unchecked(b); v
-                .set_ieee_vendor_id((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = QueryAdapterParamBlock::new_unchecked(b);
+                QueryAdapterParamBlock::set_ieee_vendor_id(& mut v, (x & 0xffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2555,12 +2564,13 @@ pub const QUERY_ADAPTER_PARAM_BLOCK_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryAdapterParamBlock::new_unchecked(b); u64::from(v
-                .vsd_vendor_id()) }
+                | b, _ | { let v = QueryAdapterParamBlock::new_unchecked(b);
+                u64::from(QueryAdapterParamBlock::vsd_vendor_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryAdapterParamBlock::new_unchecked(b); v
-                .set_vsd_vendor_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryAdapterParamBlock::new_unchecked(b);
+                QueryAdapterParamBlock::set_vsd_vendor_id(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2752,11 +2762,12 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitHcaIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = InitHcaIn::new_unchecked(b);
+                u64::from(InitHcaIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b);
+                InitHcaIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2768,11 +2779,12 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitHcaIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = InitHcaIn::new_unchecked(b);
+                u64::from(InitHcaIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b);
+                InitHcaIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2784,12 +2796,12 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitHcaIn::new_unchecked(b); u64::from(v.sw_vhca_id())
-                }
+                | b, _ | { let v = InitHcaIn::new_unchecked(b);
+                u64::from(InitHcaIn::sw_vhca_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b); v
-                .set_sw_vhca_id((x & 0x3fff) as u16); }
+                | b, _, x | { let mut v = InitHcaIn::new_unchecked(b);
+                InitHcaIn::set_sw_vhca_id(& mut v, (x & 0x3fff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2801,13 +2813,13 @@ pub const INIT_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { InitHcaIn::new_unchecked(b)
-                .sw_owner_id(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { InitHcaIn::sw_owner_id(&
+                InitHcaIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                InitHcaIn::new_unchecked(b).set_sw_owner_id(i, (x & 0xffffffff) as u32);
-                }
+                InitHcaIn::set_sw_owner_id(& mut InitHcaIn::new_unchecked(b), i, (x &
+                0xffffffff) as u32); }
             ),
         },
     ],
@@ -2893,11 +2905,12 @@ pub const INIT_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitHcaOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = InitHcaOut::new_unchecked(b);
+                u64::from(InitHcaOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitHcaOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = InitHcaOut::new_unchecked(b);
+                InitHcaOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2909,12 +2922,12 @@ pub const INIT_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitHcaOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = InitHcaOut::new_unchecked(b);
+                u64::from(InitHcaOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitHcaOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = InitHcaOut::new_unchecked(b);
+                InitHcaOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3034,12 +3047,12 @@ pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = TeardownHcaIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = TeardownHcaIn::new_unchecked(b);
+                u64::from(TeardownHcaIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b);
+                TeardownHcaIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3051,12 +3064,12 @@ pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = TeardownHcaIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = TeardownHcaIn::new_unchecked(b);
+                u64::from(TeardownHcaIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b);
+                TeardownHcaIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3074,12 +3087,12 @@ pub const TEARDOWN_HCA_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = TeardownHcaIn::new_unchecked(b); u64::from(v
-                .profile_raw()) }
+                | b, _ | { let v = TeardownHcaIn::new_unchecked(b);
+                u64::from(TeardownHcaIn::profile_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b); v
-                .set_profile_raw((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = TeardownHcaIn::new_unchecked(b);
+                TeardownHcaIn::set_profile_raw(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -3187,12 +3200,12 @@ pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = TeardownHcaOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = TeardownHcaOut::new_unchecked(b);
+                u64::from(TeardownHcaOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b);
+                TeardownHcaOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3204,12 +3217,12 @@ pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = TeardownHcaOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = TeardownHcaOut::new_unchecked(b);
+                u64::from(TeardownHcaOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b);
+                TeardownHcaOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3221,12 +3234,12 @@ pub const TEARDOWN_HCA_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = TeardownHcaOut::new_unchecked(b); u64::from(v.state())
-                }
+                | b, _ | { let v = TeardownHcaOut::new_unchecked(b);
+                u64::from(TeardownHcaOut::state(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b); v.set_state(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = TeardownHcaOut::new_unchecked(b);
+                TeardownHcaOut::set_state(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -3336,12 +3349,12 @@ pub const SET_DRIVER_VERSION_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetDriverVersionIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = SetDriverVersionIn::new_unchecked(b);
+                u64::from(SetDriverVersionIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetDriverVersionIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetDriverVersionIn::new_unchecked(b);
+                SetDriverVersionIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3353,12 +3366,12 @@ pub const SET_DRIVER_VERSION_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetDriverVersionIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = SetDriverVersionIn::new_unchecked(b);
+                u64::from(SetDriverVersionIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetDriverVersionIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetDriverVersionIn::new_unchecked(b);
+                SetDriverVersionIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3458,12 +3471,12 @@ pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetDriverVersionOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = SetDriverVersionOut::new_unchecked(b);
+                u64::from(SetDriverVersionOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetDriverVersionOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = SetDriverVersionOut::new_unchecked(b);
+                SetDriverVersionOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3475,12 +3488,12 @@ pub const SET_DRIVER_VERSION_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetDriverVersionOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = SetDriverVersionOut::new_unchecked(b);
+                u64::from(SetDriverVersionOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetDriverVersionOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = SetDriverVersionOut::new_unchecked(b);
+                SetDriverVersionOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3651,12 +3664,12 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AccessRegisterIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = AccessRegisterIn::new_unchecked(b);
+                u64::from(AccessRegisterIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b);
+                AccessRegisterIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3668,12 +3681,12 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AccessRegisterIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = AccessRegisterIn::new_unchecked(b);
+                u64::from(AccessRegisterIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b);
+                AccessRegisterIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3685,12 +3698,12 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AccessRegisterIn::new_unchecked(b); u64::from(v
-                .register_id()) }
+                | b, _ | { let v = AccessRegisterIn::new_unchecked(b);
+                u64::from(AccessRegisterIn::register_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b); v
-                .set_register_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b);
+                AccessRegisterIn::set_register_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3702,12 +3715,12 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AccessRegisterIn::new_unchecked(b); u64::from(v
-                .argument()) }
+                | b, _ | { let v = AccessRegisterIn::new_unchecked(b);
+                u64::from(AccessRegisterIn::argument(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b); v
-                .set_argument((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = AccessRegisterIn::new_unchecked(b);
+                AccessRegisterIn::set_argument(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3719,13 +3732,13 @@ pub const ACCESS_REGISTER_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { AccessRegisterIn::new_unchecked(b)
-                .register_data(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { AccessRegisterIn::register_data(&
+                AccessRegisterIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                AccessRegisterIn::new_unchecked(b).set_register_data(i, (x & 0xffffffff)
-                as u32); }
+                AccessRegisterIn::set_register_data(& mut
+                AccessRegisterIn::new_unchecked(b), i, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3864,12 +3877,12 @@ pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AccessRegisterOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = AccessRegisterOut::new_unchecked(b);
+                u64::from(AccessRegisterOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AccessRegisterOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = AccessRegisterOut::new_unchecked(b);
+                AccessRegisterOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3881,12 +3894,12 @@ pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AccessRegisterOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = AccessRegisterOut::new_unchecked(b);
+                u64::from(AccessRegisterOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AccessRegisterOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = AccessRegisterOut::new_unchecked(b);
+                AccessRegisterOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3898,13 +3911,13 @@ pub const ACCESS_REGISTER_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { AccessRegisterOut::new_unchecked(b)
-                .register_data(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { AccessRegisterOut::register_data(&
+                AccessRegisterOut::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                AccessRegisterOut::new_unchecked(b).set_register_data(i, (x & 0xffffffff)
-                as u32); }
+                AccessRegisterOut::set_register_data(& mut
+                AccessRegisterOut::new_unchecked(b), i, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -4003,11 +4016,12 @@ pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocUarIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = AllocUarIn::new_unchecked(b);
+                u64::from(AllocUarIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b);
+                AllocUarIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4019,11 +4033,12 @@ pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocUarIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = AllocUarIn::new_unchecked(b);
+                u64::from(AllocUarIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b);
+                AllocUarIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4035,11 +4050,12 @@ pub const ALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocUarIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = AllocUarIn::new_unchecked(b);
+                u64::from(AllocUarIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = AllocUarIn::new_unchecked(b);
+                AllocUarIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -4151,11 +4167,12 @@ pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocUarOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = AllocUarOut::new_unchecked(b);
+                u64::from(AllocUarOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b);
+                AllocUarOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4167,12 +4184,12 @@ pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocUarOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = AllocUarOut::new_unchecked(b);
+                u64::from(AllocUarOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b);
+                AllocUarOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4184,11 +4201,12 @@ pub const ALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocUarOut::new_unchecked(b); u64::from(v.uar()) }
+                | b, _ | { let v = AllocUarOut::new_unchecked(b);
+                u64::from(AllocUarOut::uar(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b); v.set_uar((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = AllocUarOut::new_unchecked(b);
+                AllocUarOut::set_uar(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4318,12 +4336,12 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocUarIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = DeallocUarIn::new_unchecked(b);
+                u64::from(DeallocUarIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b);
+                DeallocUarIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4335,11 +4353,12 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocUarIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DeallocUarIn::new_unchecked(b);
+                u64::from(DeallocUarIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b);
+                DeallocUarIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4351,12 +4370,12 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocUarIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = DeallocUarIn::new_unchecked(b);
+                u64::from(DeallocUarIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b);
+                DeallocUarIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4368,11 +4387,12 @@ pub const DEALLOC_UAR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocUarIn::new_unchecked(b); u64::from(v.uar()) }
+                | b, _ | { let v = DeallocUarIn::new_unchecked(b);
+                u64::from(DeallocUarIn::uar(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b); v.set_uar((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DeallocUarIn::new_unchecked(b);
+                DeallocUarIn::set_uar(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4461,12 +4481,12 @@ pub const DEALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocUarOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DeallocUarOut::new_unchecked(b);
+                u64::from(DeallocUarOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocUarOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DeallocUarOut::new_unchecked(b);
+                DeallocUarOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4478,12 +4498,12 @@ pub const DEALLOC_UAR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocUarOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DeallocUarOut::new_unchecked(b);
+                u64::from(DeallocUarOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocUarOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DeallocUarOut::new_unchecked(b);
+                DeallocUarOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -4582,11 +4602,12 @@ pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocPdIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = AllocPdIn::new_unchecked(b);
+                u64::from(AllocPdIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b);
+                AllocPdIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4598,11 +4619,12 @@ pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocPdIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = AllocPdIn::new_unchecked(b);
+                u64::from(AllocPdIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b);
+                AllocPdIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4614,11 +4636,12 @@ pub const ALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocPdIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = AllocPdIn::new_unchecked(b);
+                u64::from(AllocPdIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = AllocPdIn::new_unchecked(b);
+                AllocPdIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -4727,11 +4750,12 @@ pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocPdOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = AllocPdOut::new_unchecked(b);
+                u64::from(AllocPdOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b);
+                AllocPdOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4743,12 +4767,12 @@ pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocPdOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = AllocPdOut::new_unchecked(b);
+                u64::from(AllocPdOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b);
+                AllocPdOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4760,11 +4784,12 @@ pub const ALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocPdOut::new_unchecked(b); u64::from(v.pd()) }
+                | b, _ | { let v = AllocPdOut::new_unchecked(b);
+                u64::from(AllocPdOut::pd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b); v.set_pd((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = AllocPdOut::new_unchecked(b);
+                AllocPdOut::set_pd(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4894,11 +4919,12 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocPdIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = DeallocPdIn::new_unchecked(b);
+                u64::from(DeallocPdIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b);
+                DeallocPdIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4910,11 +4936,12 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocPdIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DeallocPdIn::new_unchecked(b);
+                u64::from(DeallocPdIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b);
+                DeallocPdIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4926,11 +4953,12 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocPdIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = DeallocPdIn::new_unchecked(b);
+                u64::from(DeallocPdIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b);
+                DeallocPdIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4942,11 +4970,12 @@ pub const DEALLOC_PD_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocPdIn::new_unchecked(b); u64::from(v.pd()) }
+                | b, _ | { let v = DeallocPdIn::new_unchecked(b);
+                u64::from(DeallocPdIn::pd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b); v.set_pd((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DeallocPdIn::new_unchecked(b);
+                DeallocPdIn::set_pd(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -5035,12 +5064,12 @@ pub const DEALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocPdOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DeallocPdOut::new_unchecked(b);
+                u64::from(DeallocPdOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocPdOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = DeallocPdOut::new_unchecked(b);
+                DeallocPdOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5052,12 +5081,12 @@ pub const DEALLOC_PD_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DeallocPdOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DeallocPdOut::new_unchecked(b);
+                u64::from(DeallocPdOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocPdOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DeallocPdOut::new_unchecked(b);
+                DeallocPdOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -5162,12 +5191,12 @@ pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b);
+                u64::from(AllocTransportDomainIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b);
+                AllocTransportDomainIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5179,12 +5208,12 @@ pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b); u64::from(v
-                .uid()) }
+                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b);
+                u64::from(AllocTransportDomainIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b); v
-                .set_uid((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b);
+                AllocTransportDomainIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5196,12 +5225,12 @@ pub const ALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = AllocTransportDomainIn::new_unchecked(b);
+                u64::from(AllocTransportDomainIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = AllocTransportDomainIn::new_unchecked(b);
+                AllocTransportDomainIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -5320,12 +5349,12 @@ pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b);
+                u64::from(AllocTransportDomainOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b);
+                AllocTransportDomainOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5337,12 +5366,13 @@ pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b);
+                u64::from(AllocTransportDomainOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b);
+                AllocTransportDomainOut::set_syndrome(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5354,12 +5384,13 @@ pub const ALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b); u64::from(v
-                .transport_domain()) }
+                | b, _ | { let v = AllocTransportDomainOut::new_unchecked(b);
+                u64::from(AllocTransportDomainOut::transport_domain(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b); v
-                .set_transport_domain((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = AllocTransportDomainOut::new_unchecked(b);
+                AllocTransportDomainOut::set_transport_domain(& mut v, (x & 0xffffff) as
+                u32); }
             ),
         },
     ],
@@ -5493,11 +5524,11 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = DeallocTransportDomainIn::new_unchecked(b);
-                u64::from(v.opcode()) }
+                u64::from(DeallocTransportDomainIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b);
+                DeallocTransportDomainIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5510,11 +5541,11 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = DeallocTransportDomainIn::new_unchecked(b);
-                u64::from(v.uid()) }
+                u64::from(DeallocTransportDomainIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b); v
-                .set_uid((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b);
+                DeallocTransportDomainIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5527,11 +5558,11 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = DeallocTransportDomainIn::new_unchecked(b);
-                u64::from(v.op_mod()) }
+                u64::from(DeallocTransportDomainIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b);
+                DeallocTransportDomainIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5544,11 +5575,12 @@ pub const DEALLOC_TRANSPORT_DOMAIN_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = DeallocTransportDomainIn::new_unchecked(b);
-                u64::from(v.transport_domain()) }
+                u64::from(DeallocTransportDomainIn::transport_domain(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b); v
-                .set_transport_domain((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = DeallocTransportDomainIn::new_unchecked(b);
+                DeallocTransportDomainIn::set_transport_domain(& mut v, (x & 0xffffff) as
+                u32); }
             ),
         },
     ],
@@ -5641,11 +5673,11 @@ pub const DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = DeallocTransportDomainOut::new_unchecked(b);
-                u64::from(v.status()) }
+                u64::from(DeallocTransportDomainOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocTransportDomainOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DeallocTransportDomainOut::new_unchecked(b);
+                DeallocTransportDomainOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5658,11 +5690,12 @@ pub const DEALLOC_TRANSPORT_DOMAIN_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = DeallocTransportDomainOut::new_unchecked(b);
-                u64::from(v.syndrome()) }
+                u64::from(DeallocTransportDomainOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DeallocTransportDomainOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DeallocTransportDomainOut::new_unchecked(b);
+                DeallocTransportDomainOut::set_syndrome(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
     ],
@@ -5754,12 +5787,12 @@ pub const QUERY_SPECIAL_CONTEXTS_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = QuerySpecialContextsIn::new_unchecked(b);
+                u64::from(QuerySpecialContextsIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QuerySpecialContextsIn::new_unchecked(b);
+                QuerySpecialContextsIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5771,12 +5804,12 @@ pub const QUERY_SPECIAL_CONTEXTS_IN_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = QuerySpecialContextsIn::new_unchecked(b);
+                u64::from(QuerySpecialContextsIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QuerySpecialContextsIn::new_unchecked(b);
+                QuerySpecialContextsIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -5955,12 +5988,12 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(QuerySpecialContextsOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                QuerySpecialContextsOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5972,12 +6005,13 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(QuerySpecialContextsOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                QuerySpecialContextsOut::set_syndrome(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5989,12 +6023,13 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
-                .dump_fill_mkey()) }
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(QuerySpecialContextsOut::dump_fill_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
-                .set_dump_fill_mkey((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                QuerySpecialContextsOut::set_dump_fill_mkey(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6006,12 +6041,13 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
-                .resd_lkey()) }
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(QuerySpecialContextsOut::resd_lkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
-                .set_resd_lkey((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                QuerySpecialContextsOut::set_resd_lkey(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6023,12 +6059,13 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
-                .null_mkey()) }
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(QuerySpecialContextsOut::null_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
-                .set_null_mkey((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                QuerySpecialContextsOut::set_null_mkey(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6040,12 +6077,13 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
-                .terminate_scatter_list_mkey()) }
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(QuerySpecialContextsOut::terminate_scatter_list_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
-                .set_terminate_scatter_list_mkey((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                QuerySpecialContextsOut::set_terminate_scatter_list_mkey(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6057,12 +6095,13 @@ pub const QUERY_SPECIAL_CONTEXTS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b); u64::from(v
-                .repeated_mkey()) }
+                | b, _ | { let v = QuerySpecialContextsOut::new_unchecked(b);
+                u64::from(QuerySpecialContextsOut::repeated_mkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b); v
-                .set_repeated_mkey((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QuerySpecialContextsOut::new_unchecked(b);
+                QuerySpecialContextsOut::set_repeated_mkey(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
     ],

@@ -395,8 +395,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
-                .assert_existptr()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::assert_existptr(& v)) }
             ),
             set: None,
         },
@@ -409,8 +409,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
-                .assert_callra()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::assert_callra(& v)) }
             ),
             set: None,
         },
@@ -423,7 +423,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v.time()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::time(& v)) }
             ),
             set: None,
         },
@@ -436,8 +437,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
-                .fw_version()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::fw_version(& v)) }
             ),
             set: None,
         },
@@ -450,7 +451,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v.hw_id()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::hw_id(& v)) }
             ),
             set: None,
         },
@@ -463,7 +465,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v.rfr()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::rfr(& v)) }
             ),
             set: None,
         },
@@ -476,7 +479,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v.valid()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::valid(& v)) }
             ),
             set: None,
         },
@@ -489,8 +493,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
-                .severity()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::severity(& v)) }
             ),
             set: None,
         },
@@ -503,8 +507,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
-                .irisc_index()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::irisc_index(& v)) }
             ),
             set: None,
         },
@@ -523,8 +527,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
-                .synd_raw()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::synd_raw(& v)) }
             ),
             set: None,
         },
@@ -537,8 +541,8 @@ pub const HEALTH_BUFFER_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HealthBuffer::new_unchecked(b); u64::from(v
-                .ext_synd()) }
+                | b, _ | { let v = HealthBuffer::new_unchecked(b);
+                u64::from(HealthBuffer::ext_synd(& v)) }
             ),
             set: None,
         },
@@ -977,8 +981,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .fw_rev_minor()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::fw_rev_minor(& v)) }
             ),
             set: None,
         },
@@ -991,8 +995,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .fw_rev_major()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::fw_rev_major(& v)) }
             ),
             set: None,
         },
@@ -1005,8 +1009,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .cmd_interface_rev()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::cmd_interface_rev(& v)) }
             ),
             set: None,
         },
@@ -1019,8 +1023,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .fw_rev_subminor()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::fw_rev_subminor(& v)) }
             ),
             set: None,
         },
@@ -1033,12 +1037,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .cmdq_phy_addr_63_32()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::cmdq_phy_addr_63_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v
-                .set_cmdq_phy_addr_63_32((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b);
+                InitialSeg::set_cmdq_phy_addr_63_32(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1050,12 +1054,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .cmdq_phy_addr_31_12()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::cmdq_phy_addr_31_12(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v
-                .set_cmdq_phy_addr_31_12((x & 0xfffff) as u32); }
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b);
+                InitialSeg::set_cmdq_phy_addr_31_12(& mut v, (x & 0xfffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1073,12 +1077,12 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .nic_interface_raw()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::nic_interface_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v
-                .set_nic_interface_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b);
+                InitialSeg::set_nic_interface_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1090,8 +1094,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .log_cmdq_size()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::log_cmdq_size(& v)) }
             ),
             set: None,
         },
@@ -1104,8 +1108,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .log_cmdq_stride()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::log_cmdq_stride(& v)) }
             ),
             set: None,
         },
@@ -1119,8 +1123,9 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v
-                .set_command_doorbell_vector((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b);
+                InitialSeg::set_command_doorbell_vector(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1132,8 +1137,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .initializing()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::initializing(& v)) }
             ),
             set: None,
         },
@@ -1146,8 +1151,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .fw_reset_supported()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::fw_reset_supported(& v)) }
             ),
             set: None,
         },
@@ -1166,8 +1171,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .nic_interface_supported_raw()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::nic_interface_supported_raw(& v)) }
             ),
             set: None,
         },
@@ -1180,8 +1185,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .embedded_cpu()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::embedded_cpu(& v)) }
             ),
             set: None,
         },
@@ -1194,8 +1199,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .no_dram_nic_offset()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::no_dram_nic_offset(& v)) }
             ),
             set: None,
         },
@@ -1208,8 +1213,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .cmd_exec_to()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::cmd_exec_to(& v)) }
             ),
             set: None,
         },
@@ -1222,8 +1227,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .cmd_q_init_to()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::cmd_q_init_to(& v)) }
             ),
             set: None,
         },
@@ -1236,8 +1241,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .internal_timer_h()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::internal_timer_h(& v)) }
             ),
             set: None,
         },
@@ -1250,8 +1255,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .internal_timer_l()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::internal_timer_l(& v)) }
             ),
             set: None,
         },
@@ -1265,8 +1270,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = InitialSeg::new_unchecked(b); v.set_clear_int(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = InitialSeg::new_unchecked(b);
+                InitialSeg::set_clear_int(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1284,8 +1289,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .health_syndrome_raw()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::health_syndrome_raw(& v)) }
             ),
             set: None,
         },
@@ -1298,8 +1303,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .health_counter()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::health_counter(& v)) }
             ),
             set: None,
         },
@@ -1312,8 +1317,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .real_time_h()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::real_time_h(& v)) }
             ),
             set: None,
         },
@@ -1326,8 +1331,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = InitialSeg::new_unchecked(b); u64::from(v
-                .real_time_l()) }
+                | b, _ | { let v = InitialSeg::new_unchecked(b);
+                u64::from(InitialSeg::real_time_l(& v)) }
             ),
             set: None,
         },
@@ -1346,8 +1351,8 @@ pub const INITIAL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 16396 {
                 return None; } let v = InitialSeg::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.health_buffer(); Some(sub.storage().as_ptr() as usize
-                - b.as_ptr() as usize) }
+                None; } let sub = InitialSeg::health_buffer(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],

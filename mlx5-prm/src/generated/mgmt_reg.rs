@@ -582,12 +582,13 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .port_access_reg_cap_mask_127_to_96()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::port_access_reg_cap_mask_127_to_96(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_port_access_reg_cap_mask_127_to_96((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_port_access_reg_cap_mask_127_to_96(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -599,12 +600,13 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .port_access_reg_cap_mask_95_to_64()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::port_access_reg_cap_mask_95_to_64(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_port_access_reg_cap_mask_95_to_64((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_port_access_reg_cap_mask_95_to_64(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -616,12 +618,13 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .port_access_reg_cap_mask_63_to_36()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::port_access_reg_cap_mask_63_to_36(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_port_access_reg_cap_mask_63_to_36((x & 0xfffffff) as u32); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_port_access_reg_cap_mask_63_to_36(& mut v, (x &
+                0xfffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -633,12 +636,12 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .pplm()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::pplm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_pplm(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_pplm(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -650,12 +653,13 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .port_access_reg_cap_mask_34_to_32()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::port_access_reg_cap_mask_34_to_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_port_access_reg_cap_mask_34_to_32((x & 0x7) as u8); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_port_access_reg_cap_mask_34_to_32(& mut v, (x &
+                0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -667,12 +671,13 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .port_access_reg_cap_mask_31_to_13()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::port_access_reg_cap_mask_31_to_13(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_port_access_reg_cap_mask_31_to_13((x & 0x7ffff) as u32); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_port_access_reg_cap_mask_31_to_13(& mut v, (x &
+                0x7ffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -684,12 +689,12 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .pbmc()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::pbmc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_pbmc(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_pbmc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -701,12 +706,12 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .pptb()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::pptb(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_pptb(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_pptb(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -718,12 +723,13 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .port_access_reg_cap_mask_10_to_09()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::port_access_reg_cap_mask_10_to_09(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_port_access_reg_cap_mask_10_to_09((x & 0x3) as u8); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_port_access_reg_cap_mask_10_to_09(& mut v, (x &
+                0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -735,12 +741,12 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .ppcnt()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::ppcnt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_ppcnt(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_ppcnt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -752,12 +758,13 @@ pub const PCAM_REGS_5000_TO_507F_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b); u64::from(v
-                .port_access_reg_cap_mask_07_to_00()) }
+                | b, _ | { let v = PcamRegs5000To507f::new_unchecked(b);
+                u64::from(PcamRegs5000To507f::port_access_reg_cap_mask_07_to_00(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b); v
-                .set_port_access_reg_cap_mask_07_to_00((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PcamRegs5000To507f::new_unchecked(b);
+                PcamRegs5000To507f::set_port_access_reg_cap_mask_07_to_00(& mut v, (x &
+                0xff) as u8); }
             ),
         },
     ],
@@ -1017,12 +1024,13 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .fec_100g_per_lane_in_pplm()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::fec_100g_per_lane_in_pplm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_fec_100g_per_lane_in_pplm(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_fec_100g_per_lane_in_pplm(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1034,12 +1042,12 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .buffer_ownership()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::buffer_ownership(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_buffer_ownership(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_buffer_ownership(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1051,12 +1059,13 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .fec_50g_per_lane_in_pplm()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::fec_50g_per_lane_in_pplm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_fec_50g_per_lane_in_pplm(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_fec_50g_per_lane_in_pplm(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1068,12 +1077,13 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .rx_icrc_encapsulated_counter()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::rx_icrc_encapsulated_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_rx_icrc_encapsulated_counter(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_rx_icrc_encapsulated_counter(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1085,12 +1095,12 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .ptys_extended_ethernet()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::ptys_extended_ethernet(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_ptys_extended_ethernet(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_ptys_extended_ethernet(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1102,12 +1112,12 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .pfcc_mask()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::pfcc_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_pfcc_mask(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_pfcc_mask(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1119,12 +1129,12 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .per_lane_error_counters()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::per_lane_error_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_per_lane_error_counters(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_per_lane_error_counters(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1136,12 +1146,13 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .rx_buffer_fullness_counters()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::rx_buffer_fullness_counters(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_rx_buffer_fullness_counters(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_rx_buffer_fullness_counters(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1153,12 +1164,12 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .ptys_connector_type()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::ptys_connector_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_ptys_connector_type(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_ptys_connector_type(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1170,12 +1181,12 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .ppcnt_discard_group()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::ppcnt_discard_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_ppcnt_discard_group(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_ppcnt_discard_group(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1187,12 +1198,12 @@ pub const PCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .ppcnt_statistical_group()) }
+                | b, _ | { let v = PcamEnhancedFeatures::new_unchecked(b);
+                u64::from(PcamEnhancedFeatures::ppcnt_statistical_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b); v
-                .set_ppcnt_statistical_group(x & 1 != 0); }
+                | b, _, x | { let mut v = PcamEnhancedFeatures::new_unchecked(b);
+                PcamEnhancedFeatures::set_ppcnt_statistical_group(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -1323,12 +1334,12 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamReg::new_unchecked(b); u64::from(v
-                .feature_group()) }
+                | b, _ | { let v = PcamReg::new_unchecked(b);
+                u64::from(PcamReg::feature_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamReg::new_unchecked(b); v
-                .set_feature_group((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PcamReg::new_unchecked(b);
+                PcamReg::set_feature_group(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1340,12 +1351,12 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PcamReg::new_unchecked(b); u64::from(v
-                .access_reg_group()) }
+                | b, _ | { let v = PcamReg::new_unchecked(b);
+                u64::from(PcamReg::access_reg_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PcamReg::new_unchecked(b); v
-                .set_access_reg_group((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PcamReg::new_unchecked(b);
+                PcamReg::set_access_reg_group(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1365,8 +1376,8 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 80 { return
                 None; } let v = PcamReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.port_access_reg_cap_mask(); Some(sub.storage().as_ptr() as usize
-                - b.as_ptr() as usize) }
+                sub = PcamReg::port_access_reg_cap_mask(& v); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -1382,8 +1393,8 @@ pub const PCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 80 { return
                 None; } let v = PcamReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.feature_cap_mask(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = PcamReg::feature_cap_mask(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -1809,11 +1820,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mcda()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mcda(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mcda(x &
-                1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mcda(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1825,11 +1837,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mcc()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mcc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mcc(x &
-                1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mcc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1841,11 +1854,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mcqi()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mcqi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mcqi(x &
-                1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mcqi(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1857,11 +1871,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mcqs()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mcqs(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mcqs(x &
-                1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mcqs(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1873,12 +1888,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .regs_95_to_90()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::regs_95_to_90(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_regs_95_to_90((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_regs_95_to_90(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1890,11 +1905,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mpir()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mpir(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mpir(x &
-                1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mpir(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1906,12 +1922,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .regs_88_to_87()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::regs_88_to_87(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_regs_88_to_87((x & 0x3) as u8); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_regs_88_to_87(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1923,12 +1939,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mpegc())
-                }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mpegc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mpegc(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mpegc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1940,12 +1956,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mtutc())
-                }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mtutc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mtutc(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mtutc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1957,12 +1973,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .regs_84_to_68()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::regs_84_to_68(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_regs_84_to_68((x & 0x1ffff) as u32); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_regs_84_to_68(& mut v, (x & 0x1ffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1974,12 +1990,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .tracer_registers()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::tracer_registers(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_tracer_registers((x & 0xf) as u8); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_tracer_registers(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1991,12 +2007,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .regs_63_to_46()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::regs_63_to_46(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_regs_63_to_46((x & 0x3ffff) as u32); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_regs_63_to_46(& mut v, (x & 0x3ffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2008,11 +2024,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mrtc()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mrtc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mrtc(x &
-                1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mrtc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2024,12 +2041,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .regs_44_to_41()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::regs_44_to_41(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_regs_44_to_41((x & 0xf) as u8); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_regs_44_to_41(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2041,11 +2058,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mfrl()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mfrl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mfrl(x &
-                1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mfrl(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2057,12 +2075,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .regs_39_to_32()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::regs_39_to_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_regs_39_to_32((x & 0xff) as u8); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_regs_39_to_32(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2074,12 +2092,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .regs_31_to_11()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::regs_31_to_11(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_regs_31_to_11((x & 0x1fffff) as u32); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_regs_31_to_11(& mut v, (x & 0x1fffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2091,11 +2109,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v.mtmp()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::mtmp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v.set_mtmp(x &
-                1 != 0); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_mtmp(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2107,12 +2126,12 @@ pub const MCAM_ACCESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessReg::new_unchecked(b); u64::from(v
-                .regs_9_to_0()) }
+                | b, _ | { let v = McamAccessReg::new_unchecked(b);
+                u64::from(McamAccessReg::regs_9_to_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b); v
-                .set_regs_9_to_0((x & 0x3ff) as u16); }
+                | b, _, x | { let mut v = McamAccessReg::new_unchecked(b);
+                McamAccessReg::set_regs_9_to_0(& mut v, (x & 0x3ff) as u16); }
             ),
         },
     ],
@@ -2232,12 +2251,13 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b); u64::from(v
-                .regs_127_to_96()) }
+                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b);
+                u64::from(McamAccessRegBits1::regs_127_to_96(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b); v
-                .set_regs_127_to_96((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b);
+                McamAccessRegBits1::set_regs_127_to_96(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2249,12 +2269,13 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b); u64::from(v
-                .regs_95_to_64()) }
+                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b);
+                u64::from(McamAccessRegBits1::regs_95_to_64(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b); v
-                .set_regs_95_to_64((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b);
+                McamAccessRegBits1::set_regs_95_to_64(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2266,12 +2287,13 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b); u64::from(v
-                .regs_63_to_32()) }
+                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b);
+                u64::from(McamAccessRegBits1::regs_63_to_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b); v
-                .set_regs_63_to_32((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b);
+                McamAccessRegBits1::set_regs_63_to_32(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2283,12 +2305,12 @@ pub const MCAM_ACCESS_REG_BITS1_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b); u64::from(v
-                .regs_31_to_0()) }
+                | b, _ | { let v = McamAccessRegBits1::new_unchecked(b);
+                u64::from(McamAccessRegBits1::regs_31_to_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b); v
-                .set_regs_31_to_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits1::new_unchecked(b);
+                McamAccessRegBits1::set_regs_31_to_0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2508,12 +2530,13 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
-                .regs_127_to_99()) }
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b);
+                u64::from(McamAccessRegBits2::regs_127_to_99(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
-                .set_regs_127_to_99((x & 0x1fffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b);
+                McamAccessRegBits2::set_regs_127_to_99(& mut v, (x & 0x1fffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2525,12 +2548,12 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
-                .mirc()) }
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b);
+                u64::from(McamAccessRegBits2::mirc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
-                .set_mirc(x & 1 != 0); }
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b);
+                McamAccessRegBits2::set_mirc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2542,12 +2565,12 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
-                .regs_97_to_96()) }
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b);
+                u64::from(McamAccessRegBits2::regs_97_to_96(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
-                .set_regs_97_to_96((x & 0x3) as u8); }
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b);
+                McamAccessRegBits2::set_regs_97_to_96(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2559,12 +2582,12 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
-                .regs_95_to_87()) }
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b);
+                u64::from(McamAccessRegBits2::regs_95_to_87(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
-                .set_regs_95_to_87((x & 0x1ff) as u16); }
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b);
+                McamAccessRegBits2::set_regs_95_to_87(& mut v, (x & 0x1ff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2576,12 +2599,12 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
-                .synce_registers()) }
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b);
+                u64::from(McamAccessRegBits2::synce_registers(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
-                .set_synce_registers((x & 0x3) as u8); }
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b);
+                McamAccessRegBits2::set_synce_registers(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2593,12 +2616,12 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
-                .regs_84_to_64()) }
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b);
+                u64::from(McamAccessRegBits2::regs_84_to_64(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
-                .set_regs_84_to_64((x & 0x1fffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b);
+                McamAccessRegBits2::set_regs_84_to_64(& mut v, (x & 0x1fffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2610,12 +2633,13 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
-                .regs_63_to_32()) }
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b);
+                u64::from(McamAccessRegBits2::regs_63_to_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
-                .set_regs_63_to_32((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b);
+                McamAccessRegBits2::set_regs_63_to_32(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2627,12 +2651,12 @@ pub const MCAM_ACCESS_REG_BITS2_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b); u64::from(v
-                .regs_31_to_0()) }
+                | b, _ | { let v = McamAccessRegBits2::new_unchecked(b);
+                u64::from(McamAccessRegBits2::regs_31_to_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b); v
-                .set_regs_31_to_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits2::new_unchecked(b);
+                McamAccessRegBits2::set_regs_31_to_0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2792,12 +2816,13 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
-                .regs_127_to_96()) }
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b);
+                u64::from(McamAccessRegBits3::regs_127_to_96(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
-                .set_regs_127_to_96((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b);
+                McamAccessRegBits3::set_regs_127_to_96(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2809,12 +2834,13 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
-                .regs_95_to_64()) }
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b);
+                u64::from(McamAccessRegBits3::regs_95_to_64(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
-                .set_regs_95_to_64((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b);
+                McamAccessRegBits3::set_regs_95_to_64(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2826,12 +2852,13 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
-                .regs_63_to_32()) }
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b);
+                u64::from(McamAccessRegBits3::regs_63_to_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
-                .set_regs_63_to_32((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b);
+                McamAccessRegBits3::set_regs_63_to_32(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2843,12 +2870,12 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
-                .regs_31_to_2()) }
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b);
+                u64::from(McamAccessRegBits3::regs_31_to_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
-                .set_regs_31_to_2((x & 0x3fffffff) as u32); }
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b);
+                McamAccessRegBits3::set_regs_31_to_2(& mut v, (x & 0x3fffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2860,12 +2887,12 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
-                .mtctr()) }
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b);
+                u64::from(McamAccessRegBits3::mtctr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
-                .set_mtctr(x & 1 != 0); }
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b);
+                McamAccessRegBits3::set_mtctr(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2877,12 +2904,12 @@ pub const MCAM_ACCESS_REG_BITS3_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b); u64::from(v
-                .mtptm()) }
+                | b, _ | { let v = McamAccessRegBits3::new_unchecked(b);
+                u64::from(McamAccessRegBits3::mtptm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b); v
-                .set_mtptm(x & 1 != 0); }
+                | b, _, x | { let mut v = McamAccessRegBits3::new_unchecked(b);
+                McamAccessRegBits3::set_mtptm(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -3220,12 +3247,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .mtutc_freq_adj_units()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::mtutc_freq_adj_units(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_mtutc_freq_adj_units(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_mtutc_freq_adj_units(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3237,12 +3264,14 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .mtutc_time_adjustment_extended_range()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::mtutc_time_adjustment_extended_range(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_mtutc_time_adjustment_extended_range(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_mtutc_time_adjustment_extended_range(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3254,12 +3283,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .mcia_32dwords()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::mcia_32dwords(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_mcia_32dwords(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_mcia_32dwords(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3271,12 +3300,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .out_pulse_duration_ns()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::out_pulse_duration_ns(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_out_pulse_duration_ns(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_out_pulse_duration_ns(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3288,12 +3317,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .npps_period()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::npps_period(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_npps_period(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_npps_period(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3305,12 +3334,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .reset_state()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::reset_state(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_reset_state(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_reset_state(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3322,12 +3351,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .ptpcyc2realtime_modify()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::ptpcyc2realtime_modify(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_ptpcyc2realtime_modify(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_ptpcyc2realtime_modify(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3339,12 +3368,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .pci_status_and_power()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::pci_status_and_power(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_pci_status_and_power(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_pci_status_and_power(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3356,12 +3385,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .mark_tx_action_cnp()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::mark_tx_action_cnp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_mark_tx_action_cnp(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_mark_tx_action_cnp(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3373,12 +3402,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .mark_tx_action_cqe()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::mark_tx_action_cqe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_mark_tx_action_cqe(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_mark_tx_action_cqe(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3390,12 +3419,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .dynamic_tx_overflow()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::dynamic_tx_overflow(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_dynamic_tx_overflow(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_dynamic_tx_overflow(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3407,12 +3436,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .pcie_outbound_stalled()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::pcie_outbound_stalled(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_pcie_outbound_stalled(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_pcie_outbound_stalled(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3424,12 +3453,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .tx_overflow_buffer_pkt()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::tx_overflow_buffer_pkt(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_tx_overflow_buffer_pkt(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_tx_overflow_buffer_pkt(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3441,12 +3470,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .mtpps_enh_out_per_adj()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::mtpps_enh_out_per_adj(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_mtpps_enh_out_per_adj(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_mtpps_enh_out_per_adj(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3458,12 +3487,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .mtpps_fs()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::mtpps_fs(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_mtpps_fs(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_mtpps_fs(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3475,12 +3504,12 @@ pub const MCAM_ENHANCED_FEATURES_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b); u64::from(v
-                .pcie_performance_group()) }
+                | b, _ | { let v = McamEnhancedFeatures::new_unchecked(b);
+                u64::from(McamEnhancedFeatures::pcie_performance_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b); v
-                .set_pcie_performance_group(x & 1 != 0); }
+                | b, _, x | { let mut v = McamEnhancedFeatures::new_unchecked(b);
+                McamEnhancedFeatures::set_pcie_performance_group(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -3617,12 +3646,12 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamReg::new_unchecked(b); u64::from(v
-                .feature_group()) }
+                | b, _ | { let v = McamReg::new_unchecked(b);
+                u64::from(McamReg::feature_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamReg::new_unchecked(b); v
-                .set_feature_group((x & 0xff) as u8); }
+                | b, _, x | { let mut v = McamReg::new_unchecked(b);
+                McamReg::set_feature_group(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3634,12 +3663,12 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = McamReg::new_unchecked(b); u64::from(v
-                .access_reg_group()) }
+                | b, _ | { let v = McamReg::new_unchecked(b);
+                u64::from(McamReg::access_reg_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = McamReg::new_unchecked(b); v
-                .set_access_reg_group((x & 0xff) as u8); }
+                | b, _, x | { let mut v = McamReg::new_unchecked(b);
+                McamReg::set_access_reg_group(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -3659,8 +3688,8 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 72 { return
                 None; } let v = McamReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.mng_access_reg_cap_mask(); Some(sub.storage().as_ptr() as usize -
-                b.as_ptr() as usize) }
+                sub = McamReg::mng_access_reg_cap_mask(& v); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -3678,8 +3707,8 @@ pub const MCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 72 { return
                 None; } let v = McamReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.mng_feature_cap_mask(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = McamReg::mng_feature_cap_mask(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -3946,13 +3975,14 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { QcamAccessRegCapMask::new_unchecked(b)
-                .qcam_access_reg_cap_mask_127_to_20(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 {
+                QcamAccessRegCapMask::qcam_access_reg_cap_mask_127_to_20(&
+                QcamAccessRegCapMask::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                QcamAccessRegCapMask::new_unchecked(b)
-                .set_qcam_access_reg_cap_mask_127_to_20(i, (x & 0x1) as u8); }
+                QcamAccessRegCapMask::set_qcam_access_reg_cap_mask_127_to_20(& mut
+                QcamAccessRegCapMask::new_unchecked(b), i, (x & 0x1) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3964,12 +3994,12 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
-                .qpdpm()) }
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b);
+                u64::from(QcamAccessRegCapMask::qpdpm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
-                .set_qpdpm(x & 1 != 0); }
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b);
+                QcamAccessRegCapMask::set_qpdpm(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3981,12 +4011,13 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
-                .qcam_access_reg_cap_mask_18_to_4()) }
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b);
+                u64::from(QcamAccessRegCapMask::qcam_access_reg_cap_mask_18_to_4(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
-                .set_qcam_access_reg_cap_mask_18_to_4((x & 0x7fff) as u16); }
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b);
+                QcamAccessRegCapMask::set_qcam_access_reg_cap_mask_18_to_4(& mut v, (x &
+                0x7fff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3998,12 +4029,12 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
-                .qdpm()) }
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b);
+                u64::from(QcamAccessRegCapMask::qdpm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
-                .set_qdpm(x & 1 != 0); }
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b);
+                QcamAccessRegCapMask::set_qdpm(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4015,12 +4046,12 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
-                .qpts()) }
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b);
+                u64::from(QcamAccessRegCapMask::qpts(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
-                .set_qpts(x & 1 != 0); }
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b);
+                QcamAccessRegCapMask::set_qpts(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4032,12 +4063,12 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
-                .qcap()) }
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b);
+                u64::from(QcamAccessRegCapMask::qcap(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
-                .set_qcap(x & 1 != 0); }
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b);
+                QcamAccessRegCapMask::set_qcap(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4049,12 +4080,13 @@ pub const QCAM_ACCESS_REG_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refle
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b); u64::from(v
-                .qcam_access_reg_cap_mask_0()) }
+                | b, _ | { let v = QcamAccessRegCapMask::new_unchecked(b);
+                u64::from(QcamAccessRegCapMask::qcam_access_reg_cap_mask_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b); v
-                .set_qcam_access_reg_cap_mask_0((x & 0x1) as u8); }
+                | b, _, x | { let mut v = QcamAccessRegCapMask::new_unchecked(b);
+                QcamAccessRegCapMask::set_qcam_access_reg_cap_mask_0(& mut v, (x & 0x1)
+                as u8); }
             ),
         },
     ],
@@ -4192,13 +4224,13 @@ pub const QCAM_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refl
             readable: true,
             get: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> u64 {
-                QcamQosFeatureCapMask::new_unchecked(b)
-                .qcam_qos_feature_cap_mask_127_to_1(i).map_or(0, u64::from) }
+                QcamQosFeatureCapMask::qcam_qos_feature_cap_mask_127_to_1(&
+                QcamQosFeatureCapMask::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                QcamQosFeatureCapMask::new_unchecked(b)
-                .set_qcam_qos_feature_cap_mask_127_to_1(i, (x & 0x1) as u8); }
+                QcamQosFeatureCapMask::set_qcam_qos_feature_cap_mask_127_to_1(& mut
+                QcamQosFeatureCapMask::new_unchecked(b), i, (x & 0x1) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4210,12 +4242,12 @@ pub const QCAM_QOS_FEATURE_CAP_MASK_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamQosFeatureCapMask::new_unchecked(b); u64::from(v
-                .qpts_trust_both()) }
+                | b, _ | { let v = QcamQosFeatureCapMask::new_unchecked(b);
+                u64::from(QcamQosFeatureCapMask::qpts_trust_both(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamQosFeatureCapMask::new_unchecked(b); v
-                .set_qpts_trust_both(x & 1 != 0); }
+                | b, _, x | { let mut v = QcamQosFeatureCapMask::new_unchecked(b);
+                QcamQosFeatureCapMask::set_qpts_trust_both(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -4352,12 +4384,12 @@ pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamReg::new_unchecked(b); u64::from(v
-                .feature_group()) }
+                | b, _ | { let v = QcamReg::new_unchecked(b);
+                u64::from(QcamReg::feature_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamReg::new_unchecked(b); v
-                .set_feature_group((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QcamReg::new_unchecked(b);
+                QcamReg::set_feature_group(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4369,12 +4401,12 @@ pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QcamReg::new_unchecked(b); u64::from(v
-                .access_reg_group()) }
+                | b, _ | { let v = QcamReg::new_unchecked(b);
+                u64::from(QcamReg::access_reg_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QcamReg::new_unchecked(b); v
-                .set_access_reg_group((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QcamReg::new_unchecked(b);
+                QcamReg::set_access_reg_group(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -4394,8 +4426,8 @@ pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 72 { return
                 None; } let v = QcamReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.qos_access_reg_cap_mask(); Some(sub.storage().as_ptr() as usize -
-                b.as_ptr() as usize) }
+                sub = QcamReg::qos_access_reg_cap_mask(& v); Some(sub.storage().as_ptr()
+                as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4413,8 +4445,8 @@ pub const QCAM_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 72 { return
                 None; } let v = QcamReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.qos_feature_cap_mask(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = QcamReg::qos_feature_cap_mask(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -4551,12 +4583,12 @@ pub const DEFAULT_TIMEOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DefaultTimeout::new_unchecked(b); u64::from(v
-                .to_multiplier_raw()) }
+                | b, _ | { let v = DefaultTimeout::new_unchecked(b);
+                u64::from(DefaultTimeout::to_multiplier_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DefaultTimeout::new_unchecked(b); v
-                .set_to_multiplier_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = DefaultTimeout::new_unchecked(b);
+                DefaultTimeout::set_to_multiplier_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4568,12 +4600,12 @@ pub const DEFAULT_TIMEOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DefaultTimeout::new_unchecked(b); u64::from(v
-                .to_value()) }
+                | b, _ | { let v = DefaultTimeout::new_unchecked(b);
+                u64::from(DefaultTimeout::to_value(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DefaultTimeout::new_unchecked(b); v
-                .set_to_value((x & 0xfffff) as u32); }
+                | b, _, x | { let mut v = DefaultTimeout::new_unchecked(b);
+                DefaultTimeout::set_to_value(& mut v, (x & 0xfffff) as u32); }
             ),
         },
     ],
@@ -4827,8 +4859,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.pcie_toggle_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::pcie_toggle_to(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4844,8 +4876,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.health_poll_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::health_poll_to(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4861,8 +4893,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.full_crdump_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::full_crdump_to(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4878,8 +4910,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.fw_reset_to(); Some(sub.storage().as_ptr() as usize - b.as_ptr()
-                as usize) }
+                sub = DtorReg::fw_reset_to(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4895,8 +4927,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.flush_on_err_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::flush_on_err_to(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4912,8 +4944,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.pci_sync_update_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::pci_sync_update_to(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4929,8 +4961,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.tear_down_to(); Some(sub.storage().as_ptr() as usize - b.as_ptr()
-                as usize) }
+                sub = DtorReg::tear_down_to(& v); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4946,8 +4978,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.fsm_reactivate_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::fsm_reactivate_to(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4963,8 +4995,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.reclaim_pages_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::reclaim_pages_to(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4980,8 +5012,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.reclaim_vfs_pages_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::reclaim_vfs_pages_to(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4997,8 +5029,8 @@ pub const DTOR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = DtorReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.reset_unload_to(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = DtorReg::reset_unload_to(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -5081,12 +5113,12 @@ pub const HOST_ENDIANNESS_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = HostEndiannessReg::new_unchecked(b); u64::from(v.he())
-                }
+                | b, _ | { let v = HostEndiannessReg::new_unchecked(b);
+                u64::from(HostEndiannessReg::he(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = HostEndiannessReg::new_unchecked(b); v.set_he(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = HostEndiannessReg::new_unchecked(b);
+                HostEndiannessReg::set_he(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -5152,7 +5184,7 @@ impl<B: rt::Bytes> PcamRegPortAccessRegCapMask<B> {
         &self,
         selector: &PcamReg<S>,
     ) -> Result<PcamRegPortAccessRegCapMaskRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.access_reg_group()))
+        self.select(u64::from(PcamReg::access_reg_group(&selector)))
     }
 }
 impl<B: rt::BytesMut> PcamRegPortAccessRegCapMask<B> {
@@ -5264,7 +5296,7 @@ impl<B: rt::Bytes> PcamRegFeatureCapMask<B> {
         &self,
         selector: &PcamReg<S>,
     ) -> Result<PcamRegFeatureCapMaskRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.feature_group()))
+        self.select(u64::from(PcamReg::feature_group(&selector)))
     }
 }
 impl<B: rt::BytesMut> PcamRegFeatureCapMask<B> {
@@ -5398,7 +5430,7 @@ impl<B: rt::Bytes> McamRegMngAccessRegCapMask<B> {
         &self,
         selector: &McamReg<S>,
     ) -> Result<McamRegMngAccessRegCapMaskRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.access_reg_group()))
+        self.select(u64::from(McamReg::access_reg_group(&selector)))
     }
 }
 impl<B: rt::BytesMut> McamRegMngAccessRegCapMask<B> {
@@ -5559,7 +5591,7 @@ impl<B: rt::Bytes> McamRegMngFeatureCapMask<B> {
         &self,
         selector: &McamReg<S>,
     ) -> Result<McamRegMngFeatureCapMaskRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.feature_group()))
+        self.select(u64::from(McamReg::feature_group(&selector)))
     }
 }
 impl<B: rt::BytesMut> McamRegMngFeatureCapMask<B> {
@@ -5672,7 +5704,7 @@ impl<B: rt::Bytes> QcamRegQosAccessRegCapMask<B> {
         &self,
         selector: &QcamReg<S>,
     ) -> Result<QcamRegQosAccessRegCapMaskRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.access_reg_group()))
+        self.select(u64::from(QcamReg::access_reg_group(&selector)))
     }
 }
 impl<B: rt::BytesMut> QcamRegQosAccessRegCapMask<B> {
@@ -5779,7 +5811,7 @@ impl<B: rt::Bytes> QcamRegQosFeatureCapMask<B> {
         &self,
         selector: &QcamReg<S>,
     ) -> Result<QcamRegQosFeatureCapMaskRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.feature_group()))
+        self.select(u64::from(QcamReg::feature_group(&selector)))
     }
 }
 impl<B: rt::BytesMut> QcamRegQosFeatureCapMask<B> {

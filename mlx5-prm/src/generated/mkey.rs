@@ -337,12 +337,12 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b);
+                u64::from(CreateMkeyIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b);
+                CreateMkeyIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -354,11 +354,12 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b);
+                u64::from(CreateMkeyIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b);
+                CreateMkeyIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -370,12 +371,12 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b);
+                u64::from(CreateMkeyIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b);
+                CreateMkeyIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -387,12 +388,12 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v
-                .pg_access()) }
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b);
+                u64::from(CreateMkeyIn::pg_access(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v
-                .set_pg_access(x & 1 != 0); }
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b);
+                CreateMkeyIn::set_pg_access(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -404,12 +405,12 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v
-                .mkey_umem_valid()) }
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b);
+                u64::from(CreateMkeyIn::mkey_umem_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v
-                .set_mkey_umem_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b);
+                CreateMkeyIn::set_mkey_umem_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -421,12 +422,12 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v
-                .data_direct()) }
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b);
+                u64::from(CreateMkeyIn::data_direct(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v
-                .set_data_direct(x & 1 != 0); }
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b);
+                CreateMkeyIn::set_data_direct(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -438,12 +439,13 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyIn::new_unchecked(b); u64::from(v
-                .translations_octword_actual_size()) }
+                | b, _ | { let v = CreateMkeyIn::new_unchecked(b);
+                u64::from(CreateMkeyIn::translations_octword_actual_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b); v
-                .set_translations_octword_actual_size((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateMkeyIn::new_unchecked(b);
+                CreateMkeyIn::set_translations_octword_actual_size(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -455,13 +457,13 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { CreateMkeyIn::new_unchecked(b)
-                .klm_pas_mtt(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { CreateMkeyIn::klm_pas_mtt(&
+                CreateMkeyIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                CreateMkeyIn::new_unchecked(b).set_klm_pas_mtt(i, (x & 0xffffffff) as
-                u32); }
+                CreateMkeyIn::set_klm_pas_mtt(& mut CreateMkeyIn::new_unchecked(b), i, (x
+                & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -479,8 +481,8 @@ pub const CREATE_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = CreateMkeyIn::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.memory_key_mkey_entry(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                } let sub = CreateMkeyIn::memory_key_mkey_entry(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -1091,11 +1093,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.free()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::free(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_free(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_free(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1107,12 +1109,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.access_mode_4_2())
-                }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::access_mode_4_2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_access_mode_4_2((x
-                & 0x7) as u8); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_access_mode_4_2(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1124,12 +1126,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
-                .relaxed_ordering_write()) }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::relaxed_ordering_write(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
-                .set_relaxed_ordering_write(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_relaxed_ordering_write(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1141,12 +1143,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
-                .small_fence_on_rdma_read_response()) }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::small_fence_on_rdma_read_response(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
-                .set_small_fence_on_rdma_read_response(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_small_fence_on_rdma_read_response(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1158,11 +1160,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.umr_en()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::umr_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_umr_en(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_umr_en(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1174,10 +1176,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.a()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::a(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_a(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_a(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1189,10 +1192,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.rw()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::rw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_rw(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_rw(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1204,10 +1208,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.rr()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::rr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_rr(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_rr(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1219,10 +1224,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.lw()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::lw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_lw(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_lw(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1234,10 +1240,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.lr()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::lr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_lr(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_lr(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1249,12 +1256,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.access_mode_1_0())
-                }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::access_mode_1_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_access_mode_1_0((x
-                & 0x3) as u8); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_access_mode_1_0(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1266,12 +1273,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
-                .ma_translation_mode()) }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::ma_translation_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
-                .set_ma_translation_mode((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_ma_translation_mode(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1283,11 +1290,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_qpn((x & 0xffffff)
-                as u32); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_qpn(& mut v, (x
+                & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1299,11 +1306,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.mkey_7_0()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::mkey_7_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_mkey_7_0((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_mkey_7_0(& mut
+                v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1315,11 +1322,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.length64()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::length64(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_length64(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_length64(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1331,11 +1338,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.bsf_en()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::bsf_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_bsf_en(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_bsf_en(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1347,11 +1354,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.sync_umr()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::sync_umr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_sync_umr(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_sync_umr(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1363,12 +1370,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
-                .expected_sigerr_count()) }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::expected_sigerr_count(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
-                .set_expected_sigerr_count(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_expected_sigerr_count(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1380,11 +1387,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.en_rinval()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::en_rinval(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_en_rinval(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_en_rinval(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1396,11 +1404,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.pd()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::pd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_pd((x & 0xffffff)
-                as u32); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_pd(& mut v, (x
+                & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1412,11 +1420,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.start_addr()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::start_addr(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_start_addr((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_start_addr(&
+                mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1428,11 +1437,11 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.len()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::len(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_len((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_len(& mut v, (x
+                & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1444,12 +1453,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.bsf_octword_size())
-                }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::bsf_octword_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
-                .set_bsf_octword_size((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_bsf_octword_size(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1461,12 +1470,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
-                .crossing_target_vhca_id()) }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::crossing_target_vhca_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
-                .set_crossing_target_vhca_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_crossing_target_vhca_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1478,12 +1487,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
-                .translations_octword_size()) }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::translations_octword_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
-                .set_translations_octword_size((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_translations_octword_size(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1495,12 +1504,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v
-                .relaxed_ordering_read()) }
+                | b, _ | { let v = Mkc::new_unchecked(b);
+                u64::from(Mkc::relaxed_ordering_read(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v
-                .set_relaxed_ordering_read(x & 1 != 0); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b);
+                Mkc::set_relaxed_ordering_read(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1512,11 +1521,12 @@ pub const MKC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(v.log_page_size()) }
+                | b, _ | { let v = Mkc::new_unchecked(b); u64::from(Mkc::log_page_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Mkc::new_unchecked(b); v.set_log_page_size((x &
-                0x3f) as u8); }
+                | b, _, x | { let mut v = Mkc::new_unchecked(b); Mkc::set_log_page_size(&
+                mut v, (x & 0x3f) as u8); }
             ),
         },
     ],
@@ -1642,12 +1652,12 @@ pub const CREATE_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = CreateMkeyOut::new_unchecked(b);
+                u64::from(CreateMkeyOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b);
+                CreateMkeyOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1659,12 +1669,12 @@ pub const CREATE_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = CreateMkeyOut::new_unchecked(b);
+                u64::from(CreateMkeyOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b);
+                CreateMkeyOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1676,12 +1686,12 @@ pub const CREATE_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateMkeyOut::new_unchecked(b); u64::from(v
-                .mkey_index()) }
+                | b, _ | { let v = CreateMkeyOut::new_unchecked(b);
+                u64::from(CreateMkeyOut::mkey_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b); v
-                .set_mkey_index((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateMkeyOut::new_unchecked(b);
+                CreateMkeyOut::set_mkey_index(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1811,12 +1821,12 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b);
+                u64::from(DestroyMkeyIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b);
+                DestroyMkeyIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1828,11 +1838,12 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b);
+                u64::from(DestroyMkeyIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b);
+                DestroyMkeyIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1844,12 +1855,12 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b);
+                u64::from(DestroyMkeyIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b);
+                DestroyMkeyIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1861,12 +1872,12 @@ pub const DESTROY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b); u64::from(v
-                .mkey_index()) }
+                | b, _ | { let v = DestroyMkeyIn::new_unchecked(b);
+                u64::from(DestroyMkeyIn::mkey_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b); v
-                .set_mkey_index((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyMkeyIn::new_unchecked(b);
+                DestroyMkeyIn::set_mkey_index(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1955,12 +1966,12 @@ pub const DESTROY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyMkeyOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = DestroyMkeyOut::new_unchecked(b);
+                u64::from(DestroyMkeyOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyMkeyOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyMkeyOut::new_unchecked(b);
+                DestroyMkeyOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1972,12 +1983,12 @@ pub const DESTROY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyMkeyOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyMkeyOut::new_unchecked(b);
+                u64::from(DestroyMkeyOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyMkeyOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyMkeyOut::new_unchecked(b);
+                DestroyMkeyOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2107,11 +2118,12 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryMkeyIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = QueryMkeyIn::new_unchecked(b);
+                u64::from(QueryMkeyIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b);
+                QueryMkeyIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2123,11 +2135,12 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryMkeyIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = QueryMkeyIn::new_unchecked(b);
+                u64::from(QueryMkeyIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b);
+                QueryMkeyIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2139,12 +2152,12 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryMkeyIn::new_unchecked(b); u64::from(v
-                .mkey_index()) }
+                | b, _ | { let v = QueryMkeyIn::new_unchecked(b);
+                u64::from(QueryMkeyIn::mkey_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b); v
-                .set_mkey_index((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b);
+                QueryMkeyIn::set_mkey_index(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2156,12 +2169,12 @@ pub const QUERY_MKEY_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryMkeyIn::new_unchecked(b); u64::from(v
-                .pg_access()) }
+                | b, _ | { let v = QueryMkeyIn::new_unchecked(b);
+                u64::from(QueryMkeyIn::pg_access(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b); v
-                .set_pg_access(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryMkeyIn::new_unchecked(b);
+                QueryMkeyIn::set_pg_access(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -2317,12 +2330,12 @@ pub const QUERY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryMkeyOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = QueryMkeyOut::new_unchecked(b);
+                u64::from(QueryMkeyOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryMkeyOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryMkeyOut::new_unchecked(b);
+                QueryMkeyOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2334,12 +2347,12 @@ pub const QUERY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryMkeyOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryMkeyOut::new_unchecked(b);
+                u64::from(QueryMkeyOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryMkeyOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryMkeyOut::new_unchecked(b);
+                QueryMkeyOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2379,8 +2392,8 @@ pub const QUERY_MKEY_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 304 { return
                 None; } let v = QueryMkeyOut::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.memory_key_mkey_entry(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                } let sub = QueryMkeyOut::memory_key_mkey_entry(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],

@@ -564,12 +564,13 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_GLOBAL_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ConfigurationItemTypeClassGlobal::new_unchecked(b);
-                u64::from(v.type_class_raw()) }
+                u64::from(ConfigurationItemTypeClassGlobal::type_class_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                ConfigurationItemTypeClassGlobal::new_unchecked(b); v
-                .set_type_class_raw((x & 0xff) as u8); }
+                ConfigurationItemTypeClassGlobal::new_unchecked(b);
+                ConfigurationItemTypeClassGlobal::set_type_class_raw(& mut v, (x & 0xff)
+                as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -588,12 +589,13 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_GLOBAL_ACCESS: rt::reflect::LayoutAccess
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ConfigurationItemTypeClassGlobal::new_unchecked(b);
-                u64::from(v.parameter_index_raw()) }
+                u64::from(ConfigurationItemTypeClassGlobal::parameter_index_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                ConfigurationItemTypeClassGlobal::new_unchecked(b); v
-                .set_parameter_index_raw((x & 0xffffff) as u32); }
+                ConfigurationItemTypeClassGlobal::new_unchecked(b);
+                ConfigurationItemTypeClassGlobal::set_parameter_index_raw(& mut v, (x &
+                0xffffff) as u32); }
             ),
         },
     ],
@@ -774,12 +776,13 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS: rt::reflect::LayoutA
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ConfigurationItemTypeClassPerHostPf::new_unchecked(b);
-                u64::from(v.type_class_raw()) }
+                u64::from(ConfigurationItemTypeClassPerHostPf::type_class_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                ConfigurationItemTypeClassPerHostPf::new_unchecked(b); v
-                .set_type_class_raw((x & 0xff) as u8); }
+                ConfigurationItemTypeClassPerHostPf::new_unchecked(b);
+                ConfigurationItemTypeClassPerHostPf::set_type_class_raw(& mut v, (x &
+                0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -792,12 +795,13 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS: rt::reflect::LayoutA
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ConfigurationItemTypeClassPerHostPf::new_unchecked(b);
-                u64::from(v.pf_index()) }
+                u64::from(ConfigurationItemTypeClassPerHostPf::pf_index(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                ConfigurationItemTypeClassPerHostPf::new_unchecked(b); v.set_pf_index((x
-                & 0x3f) as u8); }
+                ConfigurationItemTypeClassPerHostPf::new_unchecked(b);
+                ConfigurationItemTypeClassPerHostPf::set_pf_index(& mut v, (x & 0x3f) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -810,12 +814,13 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS: rt::reflect::LayoutA
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ConfigurationItemTypeClassPerHostPf::new_unchecked(b);
-                u64::from(v.pci_bus_index()) }
+                u64::from(ConfigurationItemTypeClassPerHostPf::pci_bus_index(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                ConfigurationItemTypeClassPerHostPf::new_unchecked(b); v
-                .set_pci_bus_index((x & 0xff) as u8); }
+                ConfigurationItemTypeClassPerHostPf::new_unchecked(b);
+                ConfigurationItemTypeClassPerHostPf::set_pci_bus_index(& mut v, (x &
+                0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -834,12 +839,14 @@ pub const CONFIGURATION_ITEM_TYPE_CLASS_PER_HOST_PF_ACCESS: rt::reflect::LayoutA
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ConfigurationItemTypeClassPerHostPf::new_unchecked(b);
-                u64::from(v.parameter_index_raw()) }
+                u64::from(ConfigurationItemTypeClassPerHostPf::parameter_index_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                ConfigurationItemTypeClassPerHostPf::new_unchecked(b); v
-                .set_parameter_index_raw((x & 0x3ff) as u16); }
+                ConfigurationItemTypeClassPerHostPf::new_unchecked(b);
+                ConfigurationItemTypeClassPerHostPf::set_parameter_index_raw(& mut v, (x
+                & 0x3ff) as u16); }
             ),
         },
     ],
@@ -1180,11 +1187,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.valid()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_valid((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_valid(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1196,11 +1204,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.priority()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::priority(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_priority((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_priority(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1212,12 +1221,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.header_type())
-                }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::header_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v
-                .set_header_type((x & 0x3) as u8); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_header_type(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1229,11 +1238,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.ovr_en()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::ovr_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_ovr_en(x & 1
-                != 0); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_ovr_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1245,11 +1255,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.rd_en()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::rd_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_rd_en(x & 1
-                != 0); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_rd_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1267,12 +1278,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v
-                .access_mode_raw()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::access_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v
-                .set_access_mode_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_access_mode_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1284,11 +1295,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.writer_id()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::writer_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_writer_id((x
-                & 0x1f) as u8); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_writer_id(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1300,11 +1312,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.version()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_version((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_version(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1316,12 +1329,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v
-                .host_id_valid()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::host_id_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v
-                .set_host_id_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_host_id_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1333,11 +1346,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.length()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::length(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_length((x &
-                0x1ff) as u16); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_length(& mut v, (x & 0x1ff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1349,11 +1363,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.r#type()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::r#type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_type((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_type(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1365,11 +1380,12 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvdaReg::new_unchecked(b); u64::from(v.crc16()) }
+                | b, _ | { let v = MnvdaReg::new_unchecked(b);
+                u64::from(MnvdaReg::crc16(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b); v.set_crc16((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = MnvdaReg::new_unchecked(b);
+                MnvdaReg::set_crc16(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1387,8 +1403,8 @@ pub const MNVDA_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 268 { return
                 None; } let v = MnvdaReg::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.configuration_item_data(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                let sub = MnvdaReg::configuration_item_data(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -1531,12 +1547,12 @@ pub const NV_GLOBAL_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b); u64::from(v
-                .sriov_valid()) }
+                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b);
+                u64::from(NvGlobalPciConf::sriov_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b); v
-                .set_sriov_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b);
+                NvGlobalPciConf::set_sriov_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1548,12 +1564,12 @@ pub const NV_GLOBAL_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b); u64::from(v
-                .per_pf_num_sf()) }
+                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b);
+                u64::from(NvGlobalPciConf::per_pf_num_sf(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b); v
-                .set_per_pf_num_sf(x & 1 != 0); }
+                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b);
+                NvGlobalPciConf::set_per_pf_num_sf(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1565,12 +1581,12 @@ pub const NV_GLOBAL_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b); u64::from(v
-                .per_pf_total_vf()) }
+                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b);
+                u64::from(NvGlobalPciConf::per_pf_total_vf(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b); v
-                .set_per_pf_total_vf(x & 1 != 0); }
+                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b);
+                NvGlobalPciConf::set_per_pf_total_vf(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1582,12 +1598,12 @@ pub const NV_GLOBAL_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b); u64::from(v
-                .sriov_en()) }
+                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b);
+                u64::from(NvGlobalPciConf::sriov_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b); v
-                .set_sriov_en(x & 1 != 0); }
+                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b);
+                NvGlobalPciConf::set_sriov_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1599,12 +1615,12 @@ pub const NV_GLOBAL_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b); u64::from(v
-                .total_vfs()) }
+                | b, _ | { let v = NvGlobalPciConf::new_unchecked(b);
+                u64::from(NvGlobalPciConf::total_vfs(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b); v
-                .set_total_vfs((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = NvGlobalPciConf::new_unchecked(b);
+                NvGlobalPciConf::set_total_vfs(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1740,12 +1756,12 @@ pub const NV_GLOBAL_PCI_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciCap::new_unchecked(b); u64::from(v
-                .max_vfs_per_pf_valid()) }
+                | b, _ | { let v = NvGlobalPciCap::new_unchecked(b);
+                u64::from(NvGlobalPciCap::max_vfs_per_pf_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciCap::new_unchecked(b); v
-                .set_max_vfs_per_pf_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = NvGlobalPciCap::new_unchecked(b);
+                NvGlobalPciCap::set_max_vfs_per_pf_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1757,12 +1773,12 @@ pub const NV_GLOBAL_PCI_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciCap::new_unchecked(b); u64::from(v
-                .per_pf_total_vf_supported()) }
+                | b, _ | { let v = NvGlobalPciCap::new_unchecked(b);
+                u64::from(NvGlobalPciCap::per_pf_total_vf_supported(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciCap::new_unchecked(b); v
-                .set_per_pf_total_vf_supported(x & 1 != 0); }
+                | b, _, x | { let mut v = NvGlobalPciCap::new_unchecked(b);
+                NvGlobalPciCap::set_per_pf_total_vf_supported(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1774,12 +1790,12 @@ pub const NV_GLOBAL_PCI_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciCap::new_unchecked(b); u64::from(v
-                .sriov_support()) }
+                | b, _ | { let v = NvGlobalPciCap::new_unchecked(b);
+                u64::from(NvGlobalPciCap::sriov_support(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciCap::new_unchecked(b); v
-                .set_sriov_support(x & 1 != 0); }
+                | b, _, x | { let mut v = NvGlobalPciCap::new_unchecked(b);
+                NvGlobalPciCap::set_sriov_support(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1791,12 +1807,12 @@ pub const NV_GLOBAL_PCI_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvGlobalPciCap::new_unchecked(b); u64::from(v
-                .max_vfs_per_pf()) }
+                | b, _ | { let v = NvGlobalPciCap::new_unchecked(b);
+                u64::from(NvGlobalPciCap::max_vfs_per_pf(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvGlobalPciCap::new_unchecked(b); v
-                .set_max_vfs_per_pf((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = NvGlobalPciCap::new_unchecked(b);
+                NvGlobalPciCap::set_max_vfs_per_pf(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1940,12 +1956,12 @@ pub const NV_PF_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvPfPciConf::new_unchecked(b); u64::from(v
-                .log_sf_bar_size()) }
+                | b, _ | { let v = NvPfPciConf::new_unchecked(b);
+                u64::from(NvPfPciConf::log_sf_bar_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b); v
-                .set_log_sf_bar_size((x & 0xff) as u8); }
+                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b);
+                NvPfPciConf::set_log_sf_bar_size(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1957,12 +1973,12 @@ pub const NV_PF_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvPfPciConf::new_unchecked(b); u64::from(v
-                .pf_total_sf_en()) }
+                | b, _ | { let v = NvPfPciConf::new_unchecked(b);
+                u64::from(NvPfPciConf::pf_total_sf_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b); v
-                .set_pf_total_sf_en(x & 1 != 0); }
+                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b);
+                NvPfPciConf::set_pf_total_sf_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1974,12 +1990,12 @@ pub const NV_PF_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvPfPciConf::new_unchecked(b); u64::from(v
-                .pf_total_vf_en()) }
+                | b, _ | { let v = NvPfPciConf::new_unchecked(b);
+                u64::from(NvPfPciConf::pf_total_vf_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b); v
-                .set_pf_total_vf_en(x & 1 != 0); }
+                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b);
+                NvPfPciConf::set_pf_total_vf_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1991,12 +2007,12 @@ pub const NV_PF_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvPfPciConf::new_unchecked(b); u64::from(v.total_sf())
-                }
+                | b, _ | { let v = NvPfPciConf::new_unchecked(b);
+                u64::from(NvPfPciConf::total_sf(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b); v
-                .set_total_sf((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b);
+                NvPfPciConf::set_total_sf(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2008,12 +2024,12 @@ pub const NV_PF_PCI_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvPfPciConf::new_unchecked(b); u64::from(v.total_vf())
-                }
+                | b, _ | { let v = NvPfPciConf::new_unchecked(b);
+                u64::from(NvPfPciConf::total_vf(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b); v
-                .set_total_vf((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = NvPfPciConf::new_unchecked(b);
+                NvPfPciConf::set_total_vf(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -2515,12 +2531,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .ip_over_vxlan_port()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::ip_over_vxlan_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_ip_over_vxlan_port((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_ip_over_vxlan_port(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2532,12 +2548,13 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .tunnel_ecn_copy_offload_disable()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::tunnel_ecn_copy_offload_disable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_tunnel_ecn_copy_offload_disable(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_tunnel_ecn_copy_offload_disable(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2549,12 +2566,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .pci_atomic_mode()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::pci_atomic_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_pci_atomic_mode((x & 0x7) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_pci_atomic_mode(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2566,12 +2583,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .sr_enable()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::sr_enable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_sr_enable(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_sr_enable(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2583,12 +2600,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .ptp_cyc2realtime()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::ptp_cyc2realtime(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_ptp_cyc2realtime(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_ptp_cyc2realtime(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2600,12 +2617,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .vector_calc_disable()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::vector_calc_disable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_vector_calc_disable(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_vector_calc_disable(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2617,12 +2634,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .uctx_en()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::uctx_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_uctx_en(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_uctx_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2634,12 +2651,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .prio_tag_required_en()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::prio_tag_required_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_prio_tag_required_en(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_prio_tag_required_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2651,12 +2668,13 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .esw_fdb_ipv4_ttl_modify_enable()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::esw_fdb_ipv4_ttl_modify_enable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_esw_fdb_ipv4_ttl_modify_enable(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_esw_fdb_ipv4_ttl_modify_enable(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2668,12 +2686,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .mkey_by_name()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::mkey_by_name(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_mkey_by_name(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_mkey_by_name(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2685,12 +2703,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .ip_over_vxlan_en()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::ip_over_vxlan_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_ip_over_vxlan_en(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_ip_over_vxlan_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2702,12 +2720,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .one_qp_per_recovery()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::one_qp_per_recovery(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_one_qp_per_recovery(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_one_qp_per_recovery(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2725,12 +2743,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .cqe_compression_raw()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::cqe_compression_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_cqe_compression_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_cqe_compression_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2742,12 +2760,13 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .tunnel_udp_entropy_proto_disable()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::tunnel_udp_entropy_proto_disable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_tunnel_udp_entropy_proto_disable(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_tunnel_udp_entropy_proto_disable(& mut v, x & 1 !=
+                0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2759,12 +2778,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .ar_enable()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::ar_enable(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_ar_enable(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_ar_enable(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2776,12 +2795,13 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .log_max_outstanding_wqe()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::log_max_outstanding_wqe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_log_max_outstanding_wqe((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_log_max_outstanding_wqe(& mut v, (x & 0x1f) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2793,12 +2813,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .vf_migration()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::vf_migration(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_vf_migration((x & 0x3) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_vf_migration(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2810,12 +2830,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .log_tx_psn_win()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::log_tx_psn_win(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_log_tx_psn_win((x & 0x3f) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_log_tx_psn_win(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2827,12 +2847,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .lro_log_timeout3()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::lro_log_timeout3(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_lro_log_timeout3((x & 0xf) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_lro_log_timeout3(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2844,12 +2864,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .lro_log_timeout2()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::lro_log_timeout2(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_lro_log_timeout2((x & 0xf) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_lro_log_timeout2(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2861,12 +2881,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .lro_log_timeout1()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::lro_log_timeout1(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_lro_log_timeout1((x & 0xf) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_lro_log_timeout1(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2878,12 +2898,12 @@ pub const NV_SW_OFFLOAD_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b); u64::from(v
-                .lro_log_timeout0()) }
+                | b, _ | { let v = NvSwOffloadConf::new_unchecked(b);
+                u64::from(NvSwOffloadConf::lro_log_timeout0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b); v
-                .set_lro_log_timeout0((x & 0xf) as u8); }
+                | b, _, x | { let mut v = NvSwOffloadConf::new_unchecked(b);
+                NvSwOffloadConf::set_lro_log_timeout0(& mut v, (x & 0xf) as u8); }
             ),
         },
     ],
@@ -2965,12 +2985,12 @@ pub const NV_SW_OFFLOAD_CAP_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwOffloadCap::new_unchecked(b); u64::from(v
-                .swp_l4_csum_mode_l4_only()) }
+                | b, _ | { let v = NvSwOffloadCap::new_unchecked(b);
+                u64::from(NvSwOffloadCap::swp_l4_csum_mode_l4_only(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwOffloadCap::new_unchecked(b); v
-                .set_swp_l4_csum_mode_l4_only(x & 1 != 0); }
+                | b, _, x | { let mut v = NvSwOffloadCap::new_unchecked(b);
+                NvSwOffloadCap::set_swp_l4_csum_mode_l4_only(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -3074,12 +3094,12 @@ pub const NV_SW_ACCELERATE_CONF_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NvSwAccelerateConf::new_unchecked(b); u64::from(v
-                .swp_l4_csum_mode_raw()) }
+                | b, _ | { let v = NvSwAccelerateConf::new_unchecked(b);
+                u64::from(NvSwAccelerateConf::swp_l4_csum_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NvSwAccelerateConf::new_unchecked(b); v
-                .set_swp_l4_csum_mode_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = NvSwAccelerateConf::new_unchecked(b);
+                NvSwAccelerateConf::set_swp_l4_csum_mode_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
     ],
@@ -3212,11 +3232,12 @@ pub const MNVQC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvqcReg::new_unchecked(b); u64::from(v.r#type()) }
+                | b, _ | { let v = MnvqcReg::new_unchecked(b);
+                u64::from(MnvqcReg::r#type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvqcReg::new_unchecked(b); v.set_type((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = MnvqcReg::new_unchecked(b);
+                MnvqcReg::set_type(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3228,11 +3249,12 @@ pub const MNVQC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvqcReg::new_unchecked(b); u64::from(v.version()) }
+                | b, _ | { let v = MnvqcReg::new_unchecked(b);
+                u64::from(MnvqcReg::version(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvqcReg::new_unchecked(b); v.set_version((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = MnvqcReg::new_unchecked(b);
+                MnvqcReg::set_version(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3244,12 +3266,12 @@ pub const MNVQC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvqcReg::new_unchecked(b); u64::from(v.support_wr())
-                }
+                | b, _ | { let v = MnvqcReg::new_unchecked(b);
+                u64::from(MnvqcReg::support_wr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvqcReg::new_unchecked(b); v.set_support_wr(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = MnvqcReg::new_unchecked(b);
+                MnvqcReg::set_support_wr(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3261,12 +3283,12 @@ pub const MNVQC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcces
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MnvqcReg::new_unchecked(b); u64::from(v.support_rd())
-                }
+                | b, _ | { let v = MnvqcReg::new_unchecked(b);
+                u64::from(MnvqcReg::support_rd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MnvqcReg::new_unchecked(b); v.set_support_rd(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = MnvqcReg::new_unchecked(b);
+                MnvqcReg::set_support_rd(& mut v, x & 1 != 0); }
             ),
         },
     ],

@@ -828,11 +828,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frames_transmitted_ok_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_frames_transmitted_ok_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_frames_transmitted_ok_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_frames_transmitted_ok_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -845,11 +846,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frames_transmitted_ok_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_frames_transmitted_ok_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_frames_transmitted_ok_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_frames_transmitted_ok_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -862,11 +864,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frames_received_ok_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_frames_received_ok_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_frames_received_ok_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_frames_received_ok_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -879,11 +882,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frames_received_ok_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_frames_received_ok_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_frames_received_ok_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_frames_received_ok_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -896,11 +900,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frame_check_sequence_errors_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_frame_check_sequence_errors_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_frame_check_sequence_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_frame_check_sequence_errors_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -913,11 +919,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frame_check_sequence_errors_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_frame_check_sequence_errors_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_frame_check_sequence_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_frame_check_sequence_errors_low(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -930,11 +938,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_alignment_errors_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_alignment_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_alignment_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_alignment_errors_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -947,11 +956,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_alignment_errors_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_alignment_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_alignment_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_alignment_errors_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -964,11 +974,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_octets_transmitted_ok_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_octets_transmitted_ok_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_octets_transmitted_ok_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_octets_transmitted_ok_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -981,11 +992,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_octets_transmitted_ok_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_octets_transmitted_ok_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_octets_transmitted_ok_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_octets_transmitted_ok_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -998,11 +1010,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_octets_received_ok_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_octets_received_ok_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_octets_received_ok_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_octets_received_ok_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1015,11 +1028,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_octets_received_ok_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_octets_received_ok_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_octets_received_ok_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_octets_received_ok_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1032,11 +1046,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_multicast_frames_xmitted_ok_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_multicast_frames_xmitted_ok_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_multicast_frames_xmitted_ok_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_multicast_frames_xmitted_ok_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1049,11 +1065,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_multicast_frames_xmitted_ok_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_multicast_frames_xmitted_ok_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_multicast_frames_xmitted_ok_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_multicast_frames_xmitted_ok_low(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1066,11 +1084,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_broadcast_frames_xmitted_ok_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_broadcast_frames_xmitted_ok_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_broadcast_frames_xmitted_ok_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_broadcast_frames_xmitted_ok_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1083,11 +1103,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_broadcast_frames_xmitted_ok_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_broadcast_frames_xmitted_ok_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_broadcast_frames_xmitted_ok_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_broadcast_frames_xmitted_ok_low(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1100,11 +1122,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_multicast_frames_received_ok_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_multicast_frames_received_ok_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_multicast_frames_received_ok_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_multicast_frames_received_ok_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1117,11 +1141,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_multicast_frames_received_ok_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_multicast_frames_received_ok_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_multicast_frames_received_ok_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_multicast_frames_received_ok_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1134,11 +1160,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_broadcast_frames_received_ok_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_broadcast_frames_received_ok_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_broadcast_frames_received_ok_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_broadcast_frames_received_ok_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1151,11 +1179,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_broadcast_frames_received_ok_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_broadcast_frames_received_ok_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_broadcast_frames_received_ok_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_broadcast_frames_received_ok_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1168,11 +1198,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_in_range_length_errors_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_in_range_length_errors_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_in_range_length_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_in_range_length_errors_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1185,11 +1217,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_in_range_length_errors_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_in_range_length_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_in_range_length_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_in_range_length_errors_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1202,11 +1235,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_out_of_range_length_field_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_out_of_range_length_field_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_out_of_range_length_field_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_out_of_range_length_field_high(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1219,11 +1254,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_out_of_range_length_field_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_out_of_range_length_field_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_out_of_range_length_field_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_out_of_range_length_field_low(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1236,11 +1273,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frame_too_long_errors_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_frame_too_long_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_frame_too_long_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_frame_too_long_errors_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1253,11 +1291,12 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_frame_too_long_errors_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_frame_too_long_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_frame_too_long_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_frame_too_long_errors_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1270,11 +1309,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_symbol_error_during_carrier_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_symbol_error_during_carrier_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_symbol_error_during_carrier_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_symbol_error_during_carrier_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1287,11 +1328,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_symbol_error_during_carrier_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_symbol_error_during_carrier_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_symbol_error_during_carrier_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_symbol_error_during_carrier_low(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1304,11 +1347,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_mac_control_frames_transmitted_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_mac_control_frames_transmitted_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_mac_control_frames_transmitted_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_mac_control_frames_transmitted_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1321,11 +1366,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_mac_control_frames_transmitted_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_mac_control_frames_transmitted_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_mac_control_frames_transmitted_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_mac_control_frames_transmitted_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1338,11 +1385,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_mac_control_frames_received_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_mac_control_frames_received_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_mac_control_frames_received_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_mac_control_frames_received_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1355,11 +1404,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_mac_control_frames_received_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_mac_control_frames_received_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_mac_control_frames_received_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_mac_control_frames_received_low(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1372,11 +1423,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_unsupported_opcodes_received_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_unsupported_opcodes_received_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_unsupported_opcodes_received_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_unsupported_opcodes_received_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1389,11 +1442,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_unsupported_opcodes_received_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_unsupported_opcodes_received_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_unsupported_opcodes_received_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_unsupported_opcodes_received_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1406,11 +1461,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_pause_mac_ctrl_frames_received_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_pause_mac_ctrl_frames_received_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_pause_mac_ctrl_frames_received_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_pause_mac_ctrl_frames_received_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1423,11 +1480,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_pause_mac_ctrl_frames_received_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_pause_mac_ctrl_frames_received_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_pause_mac_ctrl_frames_received_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_pause_mac_ctrl_frames_received_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1440,11 +1499,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_pause_mac_ctrl_frames_transmitted_high()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_pause_mac_ctrl_frames_transmitted_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_pause_mac_ctrl_frames_transmitted_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_pause_mac_ctrl_frames_transmitted_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1457,11 +1518,13 @@ pub const ETH_802_3_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.a_pause_mac_ctrl_frames_transmitted_low()) }
+                u64::from(Eth8023CntrsGrpDataLayout::a_pause_mac_ctrl_frames_transmitted_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b); v
-                .set_a_pause_mac_ctrl_frames_transmitted_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth8023CntrsGrpDataLayout::new_unchecked(b);
+                Eth8023CntrsGrpDataLayout::set_a_pause_mac_ctrl_frames_transmitted_low(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2062,11 +2125,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_octets_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_octets_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_octets_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2079,11 +2143,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_octets_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_octets_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_octets_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2096,11 +2161,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_ucast_pkts_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_ucast_pkts_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_ucast_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_ucast_pkts_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2113,11 +2179,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_ucast_pkts_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_ucast_pkts_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_ucast_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_ucast_pkts_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2130,11 +2197,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_discards_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_discards_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_discards_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_discards_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2147,11 +2215,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_discards_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_discards_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_discards_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_discards_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2164,11 +2233,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_errors_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_errors_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2181,11 +2251,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_errors_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_errors_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2198,11 +2269,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_unknown_protos_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_unknown_protos_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_unknown_protos_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_unknown_protos_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2215,11 +2287,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_unknown_protos_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_unknown_protos_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_unknown_protos_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_unknown_protos_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2232,11 +2305,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_octets_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_octets_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_octets_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2249,11 +2323,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_octets_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_octets_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_octets_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2266,11 +2341,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_ucast_pkts_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_ucast_pkts_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_ucast_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_ucast_pkts_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2283,11 +2359,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_ucast_pkts_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_ucast_pkts_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_ucast_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_ucast_pkts_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2300,11 +2377,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_discards_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_discards_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_discards_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_discards_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2317,11 +2395,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_discards_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_discards_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_discards_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_discards_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2334,11 +2413,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_errors_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_errors_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2351,11 +2431,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_errors_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_errors_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2368,11 +2449,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_multicast_pkts_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_multicast_pkts_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_multicast_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_multicast_pkts_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2385,11 +2467,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_multicast_pkts_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_multicast_pkts_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_multicast_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_multicast_pkts_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2402,11 +2485,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_broadcast_pkts_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_broadcast_pkts_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_broadcast_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_broadcast_pkts_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2419,11 +2503,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_in_broadcast_pkts_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_in_broadcast_pkts_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_in_broadcast_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_in_broadcast_pkts_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2436,11 +2521,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_multicast_pkts_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_multicast_pkts_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_multicast_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_multicast_pkts_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2453,11 +2539,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_multicast_pkts_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_multicast_pkts_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_multicast_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_multicast_pkts_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2470,11 +2557,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_broadcast_pkts_high()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_broadcast_pkts_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_broadcast_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_broadcast_pkts_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2487,11 +2575,12 @@ pub const ETH_2863_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.if_out_broadcast_pkts_low()) }
+                u64::from(Eth2863CntrsGrpDataLayout::if_out_broadcast_pkts_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b); v
-                .set_if_out_broadcast_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2863CntrsGrpDataLayout::new_unchecked(b);
+                Eth2863CntrsGrpDataLayout::set_if_out_broadcast_pkts_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
     ],
@@ -2756,12 +2845,13 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.port_transmit_wait_high()) }
+                u64::from(EthExtendedCntrsGrpDataLayout::port_transmit_wait_high(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
-                .set_port_transmit_wait_high((x & 0xffffffff) as u32); }
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                EthExtendedCntrsGrpDataLayout::set_port_transmit_wait_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2774,12 +2864,13 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.port_transmit_wait_low()) }
+                u64::from(EthExtendedCntrsGrpDataLayout::port_transmit_wait_low(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
-                .set_port_transmit_wait_low((x & 0xffffffff) as u32); }
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                EthExtendedCntrsGrpDataLayout::set_port_transmit_wait_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2792,12 +2883,14 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_buffer_almost_full_high()) }
+                u64::from(EthExtendedCntrsGrpDataLayout::rx_buffer_almost_full_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
-                .set_rx_buffer_almost_full_high((x & 0xffffffff) as u32); }
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                EthExtendedCntrsGrpDataLayout::set_rx_buffer_almost_full_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2810,12 +2903,14 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_buffer_almost_full_low()) }
+                u64::from(EthExtendedCntrsGrpDataLayout::rx_buffer_almost_full_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
-                .set_rx_buffer_almost_full_low((x & 0xffffffff) as u32); }
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                EthExtendedCntrsGrpDataLayout::set_rx_buffer_almost_full_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2828,12 +2923,13 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_buffer_full_high()) }
+                u64::from(EthExtendedCntrsGrpDataLayout::rx_buffer_full_high(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
-                .set_rx_buffer_full_high((x & 0xffffffff) as u32); }
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                EthExtendedCntrsGrpDataLayout::set_rx_buffer_full_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2846,12 +2942,13 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_buffer_full_low()) }
+                u64::from(EthExtendedCntrsGrpDataLayout::rx_buffer_full_low(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
-                .set_rx_buffer_full_low((x & 0xffffffff) as u32); }
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                EthExtendedCntrsGrpDataLayout::set_rx_buffer_full_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2864,12 +2961,14 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_icrc_encapsulated_high()) }
+                u64::from(EthExtendedCntrsGrpDataLayout::rx_icrc_encapsulated_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
-                .set_rx_icrc_encapsulated_high((x & 0xffffffff) as u32); }
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                EthExtendedCntrsGrpDataLayout::set_rx_icrc_encapsulated_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2882,12 +2981,13 @@ pub const ETH_EXTENDED_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess =
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = EthExtendedCntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.rx_icrc_encapsulated_low()) }
+                u64::from(EthExtendedCntrsGrpDataLayout::rx_icrc_encapsulated_low(& v)) }
             ),
             set: crate::__prm_accessor!(
                 | b, _, x | { let mut v =
-                EthExtendedCntrsGrpDataLayout::new_unchecked(b); v
-                .set_rx_icrc_encapsulated_low((x & 0xffffffff) as u32); }
+                EthExtendedCntrsGrpDataLayout::new_unchecked(b);
+                EthExtendedCntrsGrpDataLayout::set_rx_icrc_encapsulated_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
     ],
@@ -3766,11 +3866,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_drop_events_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_drop_events_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_drop_events_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_drop_events_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3783,11 +3884,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_drop_events_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_drop_events_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_drop_events_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_drop_events_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3800,11 +3902,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_octets_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_octets_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3817,11 +3920,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_octets_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_octets_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3834,11 +3938,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3851,11 +3956,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3868,11 +3974,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_broadcast_pkts_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_broadcast_pkts_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_broadcast_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_broadcast_pkts_high(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3885,11 +3993,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_broadcast_pkts_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_broadcast_pkts_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_broadcast_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_broadcast_pkts_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3902,11 +4012,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_multicast_pkts_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_multicast_pkts_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_multicast_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_multicast_pkts_high(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3919,11 +4031,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_multicast_pkts_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_multicast_pkts_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_multicast_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_multicast_pkts_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3936,11 +4050,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_crc_align_errors_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_crc_align_errors_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_crc_align_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_crc_align_errors_high(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3953,11 +4069,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_crc_align_errors_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_crc_align_errors_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_crc_align_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_crc_align_errors_low(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3970,11 +4088,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_undersize_pkts_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_undersize_pkts_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_undersize_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_undersize_pkts_high(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3987,11 +4107,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_undersize_pkts_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_undersize_pkts_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_undersize_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_undersize_pkts_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4004,11 +4126,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_oversize_pkts_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_oversize_pkts_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_oversize_pkts_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_oversize_pkts_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4021,11 +4145,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_oversize_pkts_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_oversize_pkts_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_oversize_pkts_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_oversize_pkts_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4038,11 +4164,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_fragments_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_fragments_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_fragments_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_fragments_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4055,11 +4182,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_fragments_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_fragments_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_fragments_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_fragments_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4072,11 +4200,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_jabbers_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_jabbers_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_jabbers_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_jabbers_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4089,11 +4218,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_jabbers_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_jabbers_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_jabbers_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_jabbers_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4106,11 +4236,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_collisions_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_collisions_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_collisions_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_collisions_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4123,11 +4254,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_collisions_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_collisions_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_collisions_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_collisions_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4140,11 +4272,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts64octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts64octets_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts64octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts64octets_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4157,11 +4291,12 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts64octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts64octets_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts64octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts64octets_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4174,11 +4309,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts65to127octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts65to127octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts65to127octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts65to127octets_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4191,11 +4328,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts65to127octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts65to127octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts65to127octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts65to127octets_low(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4208,11 +4347,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts128to255octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts128to255octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts128to255octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts128to255octets_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4225,11 +4366,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts128to255octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts128to255octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts128to255octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts128to255octets_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4242,11 +4385,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts256to511octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts256to511octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts256to511octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts256to511octets_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4259,11 +4404,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts256to511octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts256to511octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts256to511octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts256to511octets_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4276,11 +4423,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts512to1023octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts512to1023octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts512to1023octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts512to1023octets_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4293,11 +4442,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts512to1023octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts512to1023octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts512to1023octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts512to1023octets_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4310,11 +4461,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts1024to1518octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts1024to1518octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts1024to1518octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts1024to1518octets_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4327,11 +4480,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts1024to1518octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts1024to1518octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts1024to1518octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts1024to1518octets_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4344,11 +4499,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts1519to2047octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts1519to2047octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts1519to2047octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts1519to2047octets_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4361,11 +4518,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts1519to2047octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts1519to2047octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts1519to2047octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts1519to2047octets_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4378,11 +4537,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts2048to4095octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts2048to4095octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts2048to4095octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts2048to4095octets_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4395,11 +4556,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts2048to4095octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts2048to4095octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts2048to4095octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts2048to4095octets_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4412,11 +4575,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts4096to8191octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts4096to8191octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts4096to8191octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts4096to8191octets_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4429,11 +4594,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts4096to8191octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts4096to8191octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts4096to8191octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts4096to8191octets_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4446,11 +4613,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts8192to10239octets_high()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts8192to10239octets_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts8192to10239octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts8192to10239octets_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4463,11 +4632,13 @@ pub const ETH_2819_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.ether_stats_pkts8192to10239octets_low()) }
+                u64::from(Eth2819CntrsGrpDataLayout::ether_stats_pkts8192to10239octets_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b); v
-                .set_ether_stats_pkts8192to10239octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth2819CntrsGrpDataLayout::new_unchecked(b);
+                Eth2819CntrsGrpDataLayout::set_ether_stats_pkts8192to10239octets_low(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -5132,11 +5303,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_alignment_errors_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_alignment_errors_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_alignment_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_alignment_errors_high(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5149,11 +5322,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_alignment_errors_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_alignment_errors_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_alignment_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_alignment_errors_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5166,11 +5341,12 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_fcs_errors_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_fcs_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_fcs_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_fcs_errors_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5183,11 +5359,12 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_fcs_errors_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_fcs_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_fcs_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_fcs_errors_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5200,11 +5377,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_single_collision_frames_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_single_collision_frames_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_single_collision_frames_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_single_collision_frames_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5217,11 +5396,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_single_collision_frames_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_single_collision_frames_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_single_collision_frames_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_single_collision_frames_low(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5234,11 +5415,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_multiple_collision_frames_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_multiple_collision_frames_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_multiple_collision_frames_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_multiple_collision_frames_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5251,11 +5434,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_multiple_collision_frames_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_multiple_collision_frames_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_multiple_collision_frames_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_multiple_collision_frames_low(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5268,11 +5453,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_sqe_test_errors_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_sqe_test_errors_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_sqe_test_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_sqe_test_errors_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5285,11 +5472,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_sqe_test_errors_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_sqe_test_errors_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_sqe_test_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_sqe_test_errors_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5302,11 +5491,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_deferred_transmissions_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_deferred_transmissions_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_deferred_transmissions_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_deferred_transmissions_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5319,11 +5510,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_deferred_transmissions_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_deferred_transmissions_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_deferred_transmissions_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_deferred_transmissions_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5336,11 +5529,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_late_collisions_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_late_collisions_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_late_collisions_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_late_collisions_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5353,11 +5548,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_late_collisions_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_late_collisions_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_late_collisions_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_late_collisions_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5370,11 +5567,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_excessive_collisions_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_excessive_collisions_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_excessive_collisions_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_excessive_collisions_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5387,11 +5586,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_excessive_collisions_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_excessive_collisions_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_excessive_collisions_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_excessive_collisions_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5404,12 +5605,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_internal_mac_transmit_errors_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_internal_mac_transmit_errors_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_internal_mac_transmit_errors_high((x & 0xffffffff) as
-                u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_internal_mac_transmit_errors_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5422,12 +5624,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_internal_mac_transmit_errors_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_internal_mac_transmit_errors_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_internal_mac_transmit_errors_low((x & 0xffffffff) as u32);
-                }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_internal_mac_transmit_errors_low(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5440,11 +5643,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_carrier_sense_errors_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_carrier_sense_errors_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_carrier_sense_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_carrier_sense_errors_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5457,11 +5662,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_carrier_sense_errors_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_carrier_sense_errors_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_carrier_sense_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_carrier_sense_errors_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5474,11 +5681,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_frame_too_longs_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_frame_too_longs_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_frame_too_longs_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_frame_too_longs_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5491,11 +5700,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_frame_too_longs_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_frame_too_longs_low(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_frame_too_longs_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_frame_too_longs_low(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5508,12 +5719,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_internal_mac_receive_errors_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_internal_mac_receive_errors_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_internal_mac_receive_errors_high((x & 0xffffffff) as u32);
-                }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_internal_mac_receive_errors_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5526,12 +5738,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_internal_mac_receive_errors_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_internal_mac_receive_errors_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_internal_mac_receive_errors_low((x & 0xffffffff) as u32);
-                }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_internal_mac_receive_errors_low(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5544,11 +5757,12 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_symbol_errors_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_symbol_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_symbol_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_symbol_errors_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5561,11 +5775,12 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3stats_symbol_errors_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3stats_symbol_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3stats_symbol_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3stats_symbol_errors_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5578,11 +5793,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3control_in_unknown_opcodes_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3control_in_unknown_opcodes_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3control_in_unknown_opcodes_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3control_in_unknown_opcodes_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5595,11 +5812,13 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3control_in_unknown_opcodes_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3control_in_unknown_opcodes_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3control_in_unknown_opcodes_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3control_in_unknown_opcodes_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5612,11 +5831,12 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3in_pause_frames_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3in_pause_frames_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3in_pause_frames_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3in_pause_frames_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5629,11 +5849,12 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3in_pause_frames_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3in_pause_frames_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3in_pause_frames_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3in_pause_frames_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5646,11 +5867,12 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3out_pause_frames_high()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3out_pause_frames_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3out_pause_frames_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3out_pause_frames_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5663,11 +5885,12 @@ pub const ETH_3635_CNTRS_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt:
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
-                u64::from(v.dot3out_pause_frames_low()) }
+                u64::from(Eth3635CntrsGrpDataLayout::dot3out_pause_frames_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b); v
-                .set_dot3out_pause_frames_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Eth3635CntrsGrpDataLayout::new_unchecked(b);
+                Eth3635CntrsGrpDataLayout::set_dot3out_pause_frames_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
     ],
@@ -6141,12 +6364,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_octets_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_octets_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_octets_high(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6158,12 +6382,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_octets_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_octets_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_octets_low(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6175,12 +6400,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_frames_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_frames_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_frames_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_frames_high(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6192,12 +6418,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_frames_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_frames_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_frames_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_frames_low(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6209,12 +6436,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .tx_octets_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::tx_octets_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_tx_octets_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_tx_octets_high(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6226,12 +6454,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .tx_octets_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::tx_octets_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_tx_octets_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_tx_octets_low(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6243,12 +6472,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .tx_frames_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::tx_frames_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_tx_frames_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_tx_frames_high(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6260,12 +6490,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .tx_frames_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::tx_frames_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_tx_frames_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_tx_frames_low(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6277,12 +6508,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_pause_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_pause_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_pause_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_pause_high(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6294,12 +6526,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_pause_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_pause_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_pause_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_pause_low(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6311,12 +6544,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_pause_duration_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_pause_duration_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_pause_duration_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_pause_duration_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6328,12 +6562,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_pause_duration_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_pause_duration_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_pause_duration_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_pause_duration_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6345,12 +6580,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .tx_pause_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::tx_pause_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_tx_pause_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_tx_pause_high(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6362,12 +6598,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .tx_pause_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::tx_pause_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_tx_pause_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_tx_pause_low(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6379,12 +6616,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .tx_pause_duration_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::tx_pause_duration_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_tx_pause_duration_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_tx_pause_duration_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6396,12 +6634,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .tx_pause_duration_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::tx_pause_duration_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_tx_pause_duration_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_tx_pause_duration_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6413,12 +6652,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_pause_transition_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_pause_transition_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_pause_transition_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_pause_transition_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6430,12 +6670,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_pause_transition_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_pause_transition_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_pause_transition_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_pause_transition_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6447,12 +6688,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_discards_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_discards_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_discards_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_discards_high(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6464,12 +6706,13 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .rx_discards_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::rx_discards_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_rx_discards_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_rx_discards_low(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6481,12 +6724,14 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .device_stall_minor_watermark_cnt_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::device_stall_minor_watermark_cnt_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_device_stall_minor_watermark_cnt_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_device_stall_minor_watermark_cnt_high(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6498,12 +6743,14 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .device_stall_minor_watermark_cnt_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::device_stall_minor_watermark_cnt_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_device_stall_minor_watermark_cnt_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_device_stall_minor_watermark_cnt_low(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6515,12 +6762,14 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .device_stall_critical_watermark_cnt_high()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::device_stall_critical_watermark_cnt_high(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_device_stall_critical_watermark_cnt_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_device_stall_critical_watermark_cnt_high(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6532,12 +6781,14 @@ pub const ETH_PER_PRIO_GRP_DATA_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b); u64::from(v
-                .device_stall_critical_watermark_cnt_low()) }
+                | b, _ | { let v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                u64::from(EthPerPrioGrpDataLayout::device_stall_critical_watermark_cnt_low(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b); v
-                .set_device_stall_critical_watermark_cnt_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = EthPerPrioGrpDataLayout::new_unchecked(b);
+                EthPerPrioGrpDataLayout::set_device_stall_critical_watermark_cnt_low(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -7532,12 +7783,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .time_since_last_clear_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::time_since_last_clear_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_time_since_last_clear_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_time_since_last_clear_high(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7549,12 +7801,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .time_since_last_clear_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::time_since_last_clear_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_time_since_last_clear_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_time_since_last_clear_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7566,12 +7819,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .symbol_errors_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::symbol_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_symbol_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_symbol_errors_high(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7583,12 +7837,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .symbol_errors_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::symbol_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_symbol_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_symbol_errors_low(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7600,12 +7855,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .sync_headers_errors_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::sync_headers_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_sync_headers_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_sync_headers_errors_high(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7617,12 +7873,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .sync_headers_errors_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::sync_headers_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_sync_headers_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_sync_headers_errors_low(& mut v, (x & 0xffffffff) as
+                u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7634,12 +7891,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .edpl_bip_errors_lane0_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::edpl_bip_errors_lane0_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_edpl_bip_errors_lane0_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_edpl_bip_errors_lane0_high(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7651,12 +7909,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .edpl_bip_errors_lane0_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::edpl_bip_errors_lane0_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_edpl_bip_errors_lane0_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_edpl_bip_errors_lane0_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7668,12 +7927,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .edpl_bip_errors_lane1_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::edpl_bip_errors_lane1_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_edpl_bip_errors_lane1_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_edpl_bip_errors_lane1_high(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7685,12 +7945,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .edpl_bip_errors_lane1_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::edpl_bip_errors_lane1_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_edpl_bip_errors_lane1_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_edpl_bip_errors_lane1_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7702,12 +7963,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .edpl_bip_errors_lane2_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::edpl_bip_errors_lane2_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_edpl_bip_errors_lane2_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_edpl_bip_errors_lane2_high(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7719,12 +7981,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .edpl_bip_errors_lane2_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::edpl_bip_errors_lane2_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_edpl_bip_errors_lane2_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_edpl_bip_errors_lane2_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7736,12 +7999,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .edpl_bip_errors_lane3_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::edpl_bip_errors_lane3_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_edpl_bip_errors_lane3_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_edpl_bip_errors_lane3_high(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7753,12 +8017,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .edpl_bip_errors_lane3_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::edpl_bip_errors_lane3_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_edpl_bip_errors_lane3_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_edpl_bip_errors_lane3_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7770,12 +8035,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_corrected_blocks_lane0_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_corrected_blocks_lane0_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_corrected_blocks_lane0_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_corrected_blocks_lane0_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7787,12 +8053,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_corrected_blocks_lane0_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_corrected_blocks_lane0_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_corrected_blocks_lane0_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_corrected_blocks_lane0_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7804,12 +8071,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_corrected_blocks_lane1_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_corrected_blocks_lane1_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_corrected_blocks_lane1_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_corrected_blocks_lane1_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7821,12 +8089,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_corrected_blocks_lane1_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_corrected_blocks_lane1_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_corrected_blocks_lane1_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_corrected_blocks_lane1_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7838,12 +8107,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_corrected_blocks_lane2_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_corrected_blocks_lane2_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_corrected_blocks_lane2_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_corrected_blocks_lane2_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7855,12 +8125,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_corrected_blocks_lane2_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_corrected_blocks_lane2_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_corrected_blocks_lane2_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_corrected_blocks_lane2_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7872,12 +8143,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_corrected_blocks_lane3_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_corrected_blocks_lane3_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_corrected_blocks_lane3_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_corrected_blocks_lane3_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7889,12 +8161,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_corrected_blocks_lane3_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_corrected_blocks_lane3_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_corrected_blocks_lane3_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_corrected_blocks_lane3_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7906,12 +8179,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_uncorrectable_blocks_lane0_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_uncorrectable_blocks_lane0_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_uncorrectable_blocks_lane0_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_uncorrectable_blocks_lane0_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7923,12 +8197,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_uncorrectable_blocks_lane0_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_uncorrectable_blocks_lane0_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_uncorrectable_blocks_lane0_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_uncorrectable_blocks_lane0_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7940,12 +8215,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_uncorrectable_blocks_lane1_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_uncorrectable_blocks_lane1_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_uncorrectable_blocks_lane1_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_uncorrectable_blocks_lane1_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7957,12 +8233,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_uncorrectable_blocks_lane1_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_uncorrectable_blocks_lane1_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_uncorrectable_blocks_lane1_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_uncorrectable_blocks_lane1_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7974,12 +8251,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_uncorrectable_blocks_lane2_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_uncorrectable_blocks_lane2_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_uncorrectable_blocks_lane2_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_uncorrectable_blocks_lane2_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7991,12 +8269,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_uncorrectable_blocks_lane2_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_uncorrectable_blocks_lane2_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_uncorrectable_blocks_lane2_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_uncorrectable_blocks_lane2_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8008,12 +8287,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_uncorrectable_blocks_lane3_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_uncorrectable_blocks_lane3_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_uncorrectable_blocks_lane3_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_uncorrectable_blocks_lane3_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8025,12 +8305,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .fc_fec_uncorrectable_blocks_lane3_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::fc_fec_uncorrectable_blocks_lane3_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_fc_fec_uncorrectable_blocks_lane3_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_fc_fec_uncorrectable_blocks_lane3_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8042,12 +8323,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_blocks_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_blocks_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_blocks_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_blocks_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8059,12 +8341,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_blocks_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_blocks_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_blocks_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_blocks_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8076,12 +8359,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_uncorrectable_blocks_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_uncorrectable_blocks_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_uncorrectable_blocks_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_uncorrectable_blocks_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8093,12 +8377,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_uncorrectable_blocks_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_uncorrectable_blocks_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_uncorrectable_blocks_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_uncorrectable_blocks_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8110,12 +8395,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_no_errors_blocks_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_no_errors_blocks_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_no_errors_blocks_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_no_errors_blocks_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8127,12 +8413,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_no_errors_blocks_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_no_errors_blocks_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_no_errors_blocks_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_no_errors_blocks_low(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8144,12 +8431,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_single_error_blocks_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_single_error_blocks_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_single_error_blocks_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_single_error_blocks_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8161,12 +8449,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_single_error_blocks_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_single_error_blocks_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_single_error_blocks_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_single_error_blocks_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8178,12 +8467,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_total_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_total_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_total_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_total_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8195,12 +8485,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_total_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_total_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_total_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_total_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8212,12 +8503,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_lane0_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_lane0_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_lane0_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_lane0_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8229,12 +8521,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_lane0_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_lane0_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_lane0_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_lane0_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8246,12 +8539,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_lane1_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_lane1_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_lane1_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_lane1_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8263,12 +8557,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_lane1_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_lane1_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_lane1_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_lane1_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8280,12 +8575,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_lane2_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_lane2_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_lane2_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_lane2_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8297,12 +8593,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_lane2_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_lane2_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_lane2_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_lane2_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8314,12 +8611,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_lane3_high()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_lane3_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_lane3_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_lane3_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8331,12 +8629,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .rs_fec_corrected_symbols_lane3_low()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::rs_fec_corrected_symbols_lane3_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_rs_fec_corrected_symbols_lane3_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_rs_fec_corrected_symbols_lane3_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8348,12 +8647,12 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .link_down_events()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::link_down_events(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_link_down_events((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_link_down_events(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8365,12 +8664,13 @@ pub const PHYS_LAYER_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b); u64::from(v
-                .successful_recovery_events()) }
+                | b, _ | { let v = PhysLayerCntrs::new_unchecked(b);
+                u64::from(PhysLayerCntrs::successful_recovery_events(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b); v
-                .set_successful_recovery_events((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerCntrs::new_unchecked(b);
+                PhysLayerCntrs::set_successful_recovery_events(& mut v, (x & 0xffffffff)
+                as u32); }
             ),
         },
     ],
@@ -8739,11 +9039,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.time_since_last_clear_high()) }
+                u64::from(PhysLayerStatisticalCntrs::time_since_last_clear_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_time_since_last_clear_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_time_since_last_clear_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8756,11 +9057,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.time_since_last_clear_low()) }
+                u64::from(PhysLayerStatisticalCntrs::time_since_last_clear_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_time_since_last_clear_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_time_since_last_clear_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8773,11 +9075,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_received_bits_high()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_received_bits_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_received_bits_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_received_bits_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8790,11 +9093,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_received_bits_low()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_received_bits_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_received_bits_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_received_bits_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8807,11 +9111,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_symbol_errors_high()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_symbol_errors_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_symbol_errors_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_symbol_errors_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8824,11 +9129,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_symbol_errors_low()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_symbol_errors_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_symbol_errors_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_symbol_errors_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8841,11 +9147,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_high()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_high(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_high(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8858,11 +9165,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_low()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8875,11 +9183,13 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_lane0_high()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_lane0_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_lane0_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_lane0_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8892,11 +9202,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_lane0_low()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_lane0_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_lane0_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_lane0_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8909,11 +9220,13 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_lane1_high()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_lane1_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_lane1_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_lane1_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8926,11 +9239,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_lane1_low()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_lane1_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_lane1_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_lane1_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8943,11 +9257,13 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_lane2_high()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_lane2_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_lane2_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_lane2_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8960,11 +9276,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_lane2_low()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_lane2_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_lane2_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_lane2_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8977,11 +9294,13 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_lane3_high()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_lane3_high(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_lane3_high((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_lane3_high(& mut v, (x
+                & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8994,11 +9313,12 @@ pub const PHYS_LAYER_STATISTICAL_CNTRS_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = PhysLayerStatisticalCntrs::new_unchecked(b);
-                u64::from(v.phy_corrected_bits_lane3_low()) }
+                u64::from(PhysLayerStatisticalCntrs::phy_corrected_bits_lane3_low(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b); v
-                .set_phy_corrected_bits_lane3_low((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = PhysLayerStatisticalCntrs::new_unchecked(b);
+                PhysLayerStatisticalCntrs::set_phy_corrected_bits_lane3_low(& mut v, (x &
+                0xffffffff) as u32); }
             ),
         },
     ],
@@ -9208,7 +9528,7 @@ impl<B: rt::Bytes> EthCntrsGrpDataLayoutAuto<B> {
         &self,
         selector: &PpcntReg<S>,
     ) -> Result<EthCntrsGrpDataLayoutAutoRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.grp_raw()))
+        self.select(u64::from(PpcntReg::grp_raw(&selector)))
     }
 }
 impl<B: rt::BytesMut> EthCntrsGrpDataLayoutAuto<B> {

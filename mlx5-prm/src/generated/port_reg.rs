@@ -441,12 +441,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
-                .buf_ownership()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::buf_ownership(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
-                .set_buf_ownership((x & 0x3) as u8); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_buf_ownership(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -458,11 +458,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.local_port()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::local_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_local_port((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_local_port(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -474,12 +475,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.ppan_mask_n())
-                }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::ppan_mask_n(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_ppan_mask_n(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_ppan_mask_n(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -491,12 +492,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
-                .minor_stall_mask()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::minor_stall_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
-                .set_minor_stall_mask(x & 1 != 0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_minor_stall_mask(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -508,12 +509,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
-                .critical_stall_mask()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::critical_stall_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
-                .set_critical_stall_mask(x & 1 != 0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_critical_stall_mask(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -525,11 +526,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.ppan()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(PfccReg::ppan(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_ppan((x & 0xf)
-                as u8); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); PfccReg::set_ppan(&
+                mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -541,12 +543,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.prio_mask_tx())
-                }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::prio_mask_tx(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
-                .set_prio_mask_tx((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_prio_mask_tx(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -558,12 +560,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.prio_mask_rx())
-                }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::prio_mask_rx(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
-                .set_prio_mask_rx((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_prio_mask_rx(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -575,11 +577,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pptx()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(PfccReg::pptx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pptx(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); PfccReg::set_pptx(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -591,11 +594,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.aptx()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(PfccReg::aptx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_aptx(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); PfccReg::set_aptx(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -607,12 +611,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pptx_mask_n())
-                }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::pptx_mask_n(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pptx_mask_n(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_pptx_mask_n(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -624,11 +628,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pfctx()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(PfccReg::pfctx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pfctx((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); PfccReg::set_pfctx(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -640,11 +645,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pprx()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(PfccReg::pprx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pprx(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); PfccReg::set_pprx(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -656,11 +662,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.aprx()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(PfccReg::aprx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_aprx(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); PfccReg::set_aprx(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -672,12 +679,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pprx_mask_n())
-                }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::pprx_mask_n(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pprx_mask_n(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_pprx_mask_n(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -689,11 +696,12 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v.pfcrx()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(PfccReg::pfcrx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v.set_pfcrx((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b); PfccReg::set_pfcrx(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -705,12 +713,13 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
-                .device_stall_minor_watermark()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::device_stall_minor_watermark(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
-                .set_device_stall_minor_watermark((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_device_stall_minor_watermark(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -722,12 +731,13 @@ pub const PFCC_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PfccReg::new_unchecked(b); u64::from(v
-                .device_stall_critical_watermark()) }
+                | b, _ | { let v = PfccReg::new_unchecked(b);
+                u64::from(PfccReg::device_stall_critical_watermark(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PfccReg::new_unchecked(b); v
-                .set_device_stall_critical_watermark((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PfccReg::new_unchecked(b);
+                PfccReg::set_device_stall_critical_watermark(& mut v, (x & 0xffff) as
+                u16); }
             ),
         },
     ],
@@ -863,12 +873,12 @@ pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b); u64::from(v
-                .rx_lane()) }
+                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b);
+                u64::from(Lane2ModuleMapping::rx_lane(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b); v
-                .set_rx_lane((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b);
+                Lane2ModuleMapping::set_rx_lane(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -880,12 +890,12 @@ pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b); u64::from(v
-                .tx_lane()) }
+                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b);
+                u64::from(Lane2ModuleMapping::tx_lane(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b); v
-                .set_tx_lane((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b);
+                Lane2ModuleMapping::set_tx_lane(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -897,12 +907,12 @@ pub const LANE_2_MODULE_MAPPING_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b); u64::from(v
-                .module()) }
+                | b, _ | { let v = Lane2ModuleMapping::new_unchecked(b);
+                u64::from(Lane2ModuleMapping::module(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b); v
-                .set_module((x & 0xff) as u8); }
+                | b, _, x | { let mut v = Lane2ModuleMapping::new_unchecked(b);
+                Lane2ModuleMapping::set_module(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1091,11 +1101,12 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PmlpReg::new_unchecked(b); u64::from(v.rxtx()) }
+                | b, _ | { let v = PmlpReg::new_unchecked(b); u64::from(PmlpReg::rxtx(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PmlpReg::new_unchecked(b); v.set_rxtx(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = PmlpReg::new_unchecked(b); PmlpReg::set_rxtx(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1107,11 +1118,12 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PmlpReg::new_unchecked(b); u64::from(v.local_port()) }
+                | b, _ | { let v = PmlpReg::new_unchecked(b);
+                u64::from(PmlpReg::local_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PmlpReg::new_unchecked(b); v.set_local_port((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = PmlpReg::new_unchecked(b);
+                PmlpReg::set_local_port(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1123,11 +1135,12 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PmlpReg::new_unchecked(b); u64::from(v.width()) }
+                | b, _ | { let v = PmlpReg::new_unchecked(b); u64::from(PmlpReg::width(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PmlpReg::new_unchecked(b); v.set_width((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = PmlpReg::new_unchecked(b); PmlpReg::set_width(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1145,8 +1158,8 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = PmlpReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.lane0_module_mapping(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = PmlpReg::lane0_module_mapping(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -1162,8 +1175,8 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = PmlpReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.lane1_module_mapping(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = PmlpReg::lane1_module_mapping(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -1179,8 +1192,8 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = PmlpReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.lane2_module_mapping(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = PmlpReg::lane2_module_mapping(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -1196,8 +1209,8 @@ pub const PMLP_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 64 { return
                 None; } let v = PmlpReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.lane3_module_mapping(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                sub = PmlpReg::lane3_module_mapping(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -1354,11 +1367,12 @@ pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PddrReg::new_unchecked(b); u64::from(v.local_port()) }
+                | b, _ | { let v = PddrReg::new_unchecked(b);
+                u64::from(PddrReg::local_port(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PddrReg::new_unchecked(b); v.set_local_port((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = PddrReg::new_unchecked(b);
+                PddrReg::set_local_port(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1370,11 +1384,12 @@ pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PddrReg::new_unchecked(b); u64::from(v.pnat()) }
+                | b, _ | { let v = PddrReg::new_unchecked(b); u64::from(PddrReg::pnat(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PddrReg::new_unchecked(b); v.set_pnat((x & 0x3)
-                as u8); }
+                | b, _, x | { let mut v = PddrReg::new_unchecked(b); PddrReg::set_pnat(&
+                mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1392,12 +1407,12 @@ pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PddrReg::new_unchecked(b); u64::from(v
-                .page_select_raw()) }
+                | b, _ | { let v = PddrReg::new_unchecked(b);
+                u64::from(PddrReg::page_select_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PddrReg::new_unchecked(b); v
-                .set_page_select_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = PddrReg::new_unchecked(b);
+                PddrReg::set_page_select_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -1415,8 +1430,8 @@ pub const PDDR_REG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 256 { return
                 None; } let v = PddrReg::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.page_data(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                sub = PddrReg::page_data(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -1564,12 +1579,13 @@ pub const PDDR_TROUBLESHOOTING_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::refl
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PddrTroubleshootingPage::new_unchecked(b); u64::from(v
-                .group_opcode()) }
+                | b, _ | { let v = PddrTroubleshootingPage::new_unchecked(b);
+                u64::from(PddrTroubleshootingPage::group_opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PddrTroubleshootingPage::new_unchecked(b); v
-                .set_group_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PddrTroubleshootingPage::new_unchecked(b);
+                PddrTroubleshootingPage::set_group_opcode(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1582,13 +1598,13 @@ pub const PDDR_TROUBLESHOOTING_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::refl
             readable: true,
             get: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> u64 {
-                PddrTroubleshootingPage::new_unchecked(b).status_message(i).map_or(0,
-                u64::from) }
+                PddrTroubleshootingPage::status_message(&
+                PddrTroubleshootingPage::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                PddrTroubleshootingPage::new_unchecked(b).set_status_message(i, (x &
-                0xffffffff) as u32); }
+                PddrTroubleshootingPage::set_status_message(& mut
+                PddrTroubleshootingPage::new_unchecked(b), i, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1608,8 +1624,8 @@ pub const PDDR_TROUBLESHOOTING_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::refl
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 248 { return
                 None; } let v = PddrTroubleshootingPage::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.status_opcode(); Some(sub.storage().as_ptr()
-                as usize - b.as_ptr() as usize) }
+                return None; } let sub = PddrTroubleshootingPage::status_opcode(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -1686,12 +1702,12 @@ pub const PDDR_MONITOR_OPCODE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = PddrMonitorOpcode::new_unchecked(b); u64::from(v
-                .monitor_opcode()) }
+                | b, _ | { let v = PddrMonitorOpcode::new_unchecked(b);
+                u64::from(PddrMonitorOpcode::monitor_opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = PddrMonitorOpcode::new_unchecked(b); v
-                .set_monitor_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = PddrMonitorOpcode::new_unchecked(b);
+                PddrMonitorOpcode::set_monitor_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1754,7 +1770,7 @@ impl<B: rt::Bytes> PddrRegPageDataAuto<B> {
         &self,
         selector: &PddrReg<S>,
     ) -> Result<PddrRegPageDataAutoRef<B::Sub<'_>>, rt::UnknownValue> {
-        self.select(u64::from(selector.page_select_raw()))
+        self.select(u64::from(PddrReg::page_select_raw(&selector)))
     }
 }
 impl<B: rt::BytesMut> PddrRegPageDataAuto<B> {
@@ -1885,7 +1901,7 @@ impl<B: rt::Bytes> PddrTroubleshootingPageStatusOpcodeAuto<B> {
         PddrTroubleshootingPageStatusOpcodeAutoRef<B::Sub<'_>>,
         rt::UnknownValue,
     > {
-        self.select(u64::from(selector.group_opcode()))
+        self.select(u64::from(PddrTroubleshootingPage::group_opcode(&selector)))
     }
 }
 impl<B: rt::BytesMut> PddrTroubleshootingPageStatusOpcodeAuto<B> {

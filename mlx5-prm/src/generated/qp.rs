@@ -1316,11 +1316,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1332,11 +1333,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1348,11 +1350,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1364,11 +1367,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.qpc_ext()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::qpc_ext(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_qpc_ext(x &
-                1 != 0); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_qpc_ext(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1380,12 +1384,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.input_qpn())
-                }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::input_qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
-                .set_input_qpn((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_input_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1397,12 +1401,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v
-                .opt_param_mask()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::opt_param_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
-                .set_opt_param_mask((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_opt_param_mask(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1414,11 +1418,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1430,12 +1435,13 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v
-                .wq_umem_offset()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::wq_umem_offset(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
-                .set_wq_umem_offset((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_wq_umem_offset(& mut v, (x & 0xffffffffffffffff) as u64);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1447,12 +1453,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v
-                .wq_umem_id()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::wq_umem_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
-                .set_wq_umem_id((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_wq_umem_id(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1464,12 +1470,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpIn::new_unchecked(b); u64::from(v
-                .wq_umem_valid()) }
+                | b, _ | { let v = CreateQpIn::new_unchecked(b);
+                u64::from(CreateQpIn::wq_umem_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b); v
-                .set_wq_umem_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = CreateQpIn::new_unchecked(b);
+                CreateQpIn::set_wq_umem_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1481,13 +1487,12 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { CreateQpIn::new_unchecked(b).pas(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { CreateQpIn::pas(&
+                CreateQpIn::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                CreateQpIn::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
-                }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = CreateQpIn::set_pas(&
+                mut CreateQpIn::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -1505,8 +1510,8 @@ pub const CREATE_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = CreateQpIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = CreateQpIn::qpc(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -3194,11 +3199,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.state_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::state_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_state_raw((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_state_raw(& mut
+                v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3210,12 +3216,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .lag_tx_port_affinity()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::lag_tx_port_affinity(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_lag_tx_port_affinity((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_lag_tx_port_affinity(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3233,11 +3239,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.st_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::st_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_st_raw((x & 0xff)
-                as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_st_raw(& mut v,
+                (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3249,11 +3255,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.isolate_vl_tc()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::isolate_vl_tc(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_isolate_vl_tc(x &
-                1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_isolate_vl_tc(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3271,11 +3278,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.pm_state_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::pm_state_raw(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_pm_state_raw((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_pm_state_raw(&
+                mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3287,12 +3295,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .req_e2e_credit_mode()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::req_e2e_credit_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_req_e2e_credit_mode((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_req_e2e_credit_mode(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3304,11 +3312,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.offload_type()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::offload_type(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_offload_type((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_offload_type(&
+                mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3326,12 +3335,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .end_padding_mode_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::end_padding_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_end_padding_mode_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_end_padding_mode_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3343,11 +3352,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.wq_signature()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::wq_signature(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_wq_signature(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_wq_signature(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3359,11 +3369,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.block_lb_mc()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::block_lb_mc(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_block_lb_mc(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_block_lb_mc(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3375,12 +3386,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .atomic_like_write_en()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::atomic_like_write_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_atomic_like_write_en(x & 1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_atomic_like_write_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3392,12 +3403,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .latency_sensitive()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::latency_sensitive(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_latency_sensitive(x & 1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_latency_sensitive(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3409,11 +3420,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.drain_sigerr()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::drain_sigerr(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_drain_sigerr(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_drain_sigerr(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3425,11 +3437,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.pd()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::pd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_pd((x & 0xffffff)
-                as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_pd(& mut v, (x
+                & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3447,11 +3459,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.mtu_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::mtu_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_mtu_raw((x & 0x7)
-                as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_mtu_raw(& mut
+                v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3463,11 +3475,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_msg_max()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::log_msg_max(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_msg_max((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_log_msg_max(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3479,11 +3492,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_rq_size()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::log_rq_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_rq_size((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_log_rq_size(&
+                mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3495,11 +3509,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_rq_stride()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::log_rq_stride(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_rq_stride((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_log_rq_stride(&
+                mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3511,11 +3526,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.no_sq()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::no_sq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_no_sq(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_no_sq(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3527,11 +3542,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_sq_size()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::log_sq_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_sq_size((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_log_sq_size(&
+                mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3543,11 +3559,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.retry_mode()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::retry_mode(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_retry_mode((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_retry_mode(&
+                mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3565,11 +3582,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.ts_format_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::ts_format_raw(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_ts_format_raw((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_ts_format_raw(&
+                mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3581,11 +3599,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rlky()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::rlky(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rlky(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_rlky(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3597,12 +3615,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .ulp_stateless_offload_mode()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::ulp_stateless_offload_mode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_ulp_stateless_offload_mode((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_ulp_stateless_offload_mode(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3614,11 +3632,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.counter_set_id()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::counter_set_id(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_counter_set_id((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_counter_set_id(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3630,11 +3649,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.uar_page()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::uar_page(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_uar_page((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_uar_page(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3646,11 +3665,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.user_index()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::user_index(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_user_index((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_user_index(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3662,11 +3682,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_page_size()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::log_page_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_page_size((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_log_page_size(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3678,11 +3699,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.remote_qpn()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::remote_qpn(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_remote_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_remote_qpn(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3694,12 +3716,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_ack_req_freq())
-                }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::log_ack_req_freq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_log_ack_req_freq((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_log_ack_req_freq(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3711,11 +3733,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_sra_max()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::log_sra_max(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_sra_max((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_log_sra_max(&
+                mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3727,11 +3750,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.retry_count()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::retry_count(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_retry_count((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_retry_count(&
+                mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3743,11 +3767,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rnr_retry()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::rnr_retry(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rnr_retry((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_rnr_retry(& mut
+                v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3759,10 +3784,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.fre()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::fre(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_fre(x & 1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_fre(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3774,11 +3800,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cur_rnr_retry()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::cur_rnr_retry(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cur_rnr_retry((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_cur_rnr_retry(&
+                mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3790,12 +3817,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cur_retry_count())
-                }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::cur_retry_count(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cur_retry_count((x
-                & 0x7) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_cur_retry_count(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3807,11 +3834,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.next_send_psn()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::next_send_psn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_next_send_psn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_next_send_psn(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3823,12 +3851,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .log_num_dci_stream_channels()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::log_num_dci_stream_channels(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_log_num_dci_stream_channels((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_log_num_dci_stream_channels(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3840,11 +3868,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cqn_snd()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::cqn_snd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cqn_snd((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_cqn_snd(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3856,12 +3884,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .log_num_dci_errored_streams()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::log_num_dci_errored_streams(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_log_num_dci_errored_streams((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_log_num_dci_errored_streams(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3873,11 +3901,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.deth_sqpn()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::deth_sqpn(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_deth_sqpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_deth_sqpn(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3889,11 +3918,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.last_acked_psn()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::last_acked_psn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_last_acked_psn((x
-                & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_last_acked_psn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3905,11 +3935,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.ssn()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::ssn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_ssn((x & 0xffffff)
-                as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_ssn(& mut v, (x
+                & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3921,11 +3951,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.log_rra_max()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::log_rra_max(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_log_rra_max((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_log_rra_max(&
+                mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3943,12 +3974,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.atomic_mode_raw())
-                }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::atomic_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_atomic_mode_raw((x
-                & 0xf) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_atomic_mode_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3960,10 +3991,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rre()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::rre(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rre(x & 1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_rre(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3975,10 +4007,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rwe()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::rwe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rwe(x & 1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_rwe(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3990,10 +4023,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rae()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::rae(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rae(x & 1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_rae(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4005,11 +4039,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.page_offset()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::page_offset(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_page_offset((x &
-                0x3f) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_page_offset(&
+                mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4021,12 +4056,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cd_slave_receive())
-                }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::cd_slave_receive(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cd_slave_receive(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_cd_slave_receive(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4038,11 +4073,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cd_slave_send()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::cd_slave_send(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cd_slave_send(x &
-                1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_cd_slave_send(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4054,11 +4090,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cd_master()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::cd_master(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cd_master(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_cd_master(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4070,11 +4107,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.min_rnr_nak()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::min_rnr_nak(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_min_rnr_nak((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_min_rnr_nak(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4086,11 +4124,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.next_rcv_psn()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::next_rcv_psn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_next_rcv_psn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_next_rcv_psn(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4102,11 +4141,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.xrcd()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::xrcd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_xrcd((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_xrcd(& mut v,
+                (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4118,11 +4157,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cqn_rcv()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::cqn_rcv(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cqn_rcv((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_cqn_rcv(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4134,11 +4173,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.dbr_addr()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::dbr_addr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_dbr_addr((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_dbr_addr(& mut
+                v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4150,11 +4189,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.q_key()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::q_key(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_q_key((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_q_key(& mut v,
+                (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4172,11 +4211,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rq_type_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::rq_type_raw(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rq_type_raw((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_rq_type_raw(&
+                mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4188,11 +4228,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.srqn_rmpn_xrqn()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::srqn_rmpn_xrqn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_srqn_rmpn_xrqn((x
-                & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_srqn_rmpn_xrqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4204,11 +4245,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.rmsn()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::rmsn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_rmsn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_rmsn(& mut v,
+                (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4220,12 +4261,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .hw_sq_wqebb_counter()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::hw_sq_wqebb_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_hw_sq_wqebb_counter((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_hw_sq_wqebb_counter(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4237,12 +4278,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v
-                .sw_sq_wqebb_counter()) }
+                | b, _ | { let v = Qpc::new_unchecked(b);
+                u64::from(Qpc::sw_sq_wqebb_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v
-                .set_sw_sq_wqebb_counter((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_sw_sq_wqebb_counter(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4254,11 +4295,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.hw_rq_counter()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::hw_rq_counter(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_hw_rq_counter((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_hw_rq_counter(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4270,11 +4312,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.sw_rq_counter()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::sw_rq_counter(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_sw_rq_counter((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_sw_rq_counter(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4286,10 +4329,11 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cgs()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::cgs(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cgs(x & 1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_cgs(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4307,11 +4351,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cs_req_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::cs_req_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cs_req_raw((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_cs_req_raw(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4329,11 +4374,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.cs_res_raw()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::cs_res_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_cs_res_raw((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_cs_res_raw(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4345,11 +4391,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.dc_access_key()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::dc_access_key(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_dc_access_key((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b); Qpc::set_dc_access_key(&
+                mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4361,11 +4408,12 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(v.dbr_umem_valid()) }
+                | b, _ | { let v = Qpc::new_unchecked(b); u64::from(Qpc::dbr_umem_valid(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qpc::new_unchecked(b); v.set_dbr_umem_valid(x &
-                1 != 0); }
+                | b, _, x | { let mut v = Qpc::new_unchecked(b);
+                Qpc::set_dbr_umem_valid(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -4383,8 +4431,8 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 232 { return
                 None; } let v = Qpc::new_unchecked(b); if i != 0 { return None; } let sub
-                = v.primary_address_path(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                = Qpc::primary_address_path(& v); Some(sub.storage().as_ptr() as usize -
+                b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4400,8 +4448,8 @@ pub const QPC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 232 { return
                 None; } let v = Qpc::new_unchecked(b); if i != 0 { return None; } let sub
-                = v.secondary_address_path(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                = Qpc::secondary_address_path(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -4963,10 +5011,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.fl()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::fl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_fl(x & 1 != 0); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_fl(& mut v, x &
+                1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4978,11 +5027,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.free_ar()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::free_ar(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_free_ar(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_free_ar(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4994,11 +5043,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.pkey_index()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::pkey_index(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_pkey_index((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_pkey_index(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5010,11 +5060,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.plane_index()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::plane_index(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_plane_index((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_plane_index(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5026,10 +5077,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.grh()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::grh(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_grh(x & 1 != 0); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_grh(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5041,11 +5093,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.mlid()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::mlid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_mlid((x & 0x7f) as
-                u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_mlid(& mut v,
+                (x & 0x7f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5057,11 +5109,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.rlid()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::rlid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_rlid((x & 0xffff)
-                as u16); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_rlid(& mut v,
+                (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5073,11 +5125,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.ack_timeout()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::ack_timeout(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_ack_timeout((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_ack_timeout(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5089,11 +5142,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.src_addr_index()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::src_addr_index(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_src_addr_index((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b);
+                Ads::set_src_addr_index(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5105,11 +5159,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.stat_rate()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::stat_rate(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_stat_rate((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_stat_rate(& mut
+                v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5121,11 +5176,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.hop_limit()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::hop_limit(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_hop_limit((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_hop_limit(& mut
+                v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5137,11 +5193,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.tclass()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::tclass(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_tclass((x & 0xff)
-                as u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_tclass(& mut v,
+                (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5153,11 +5209,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.flow_label()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::flow_label(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_flow_label((x &
-                0xfffff) as u32); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_flow_label(&
+                mut v, (x & 0xfffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5180,11 +5237,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.f_dscp()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::f_dscp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_f_dscp(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_f_dscp(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5196,11 +5253,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.f_ecn()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::f_ecn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_f_ecn(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_f_ecn(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5212,11 +5269,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.f_eth_prio()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::f_eth_prio(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_f_eth_prio(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_f_eth_prio(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5228,11 +5286,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.ecn()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::ecn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_ecn((x & 0x3) as
-                u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_ecn(& mut v, (x
+                & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5244,11 +5302,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.dscp()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::dscp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_dscp((x & 0x3f) as
-                u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_dscp(& mut v,
+                (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5260,11 +5318,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.udp_sport()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::udp_sport(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_udp_sport((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_udp_sport(& mut
+                v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5276,11 +5335,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.dei_cfi()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::dei_cfi(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_dei_cfi(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_dei_cfi(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5292,11 +5351,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.eth_prio()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::eth_prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_eth_prio((x & 0x7)
-                as u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_eth_prio(& mut
+                v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5308,11 +5367,11 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.sl()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::sl(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_sl((x & 0xf) as
-                u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_sl(& mut v, (x
+                & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5324,11 +5383,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.vhca_port_num()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::vhca_port_num(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_vhca_port_num((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_vhca_port_num(&
+                mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5340,11 +5400,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.rmac_47_32()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::rmac_47_32(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_rmac_47_32((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_rmac_47_32(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5356,11 +5417,12 @@ pub const ADS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Ads::new_unchecked(b); u64::from(v.rmac_31_0()) }
+                | b, _ | { let v = Ads::new_unchecked(b); u64::from(Ads::rmac_31_0(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Ads::new_unchecked(b); v.set_rmac_31_0((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Ads::new_unchecked(b); Ads::set_rmac_31_0(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -5492,11 +5554,12 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = CreateQpOut::new_unchecked(b);
+                u64::from(CreateQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b);
+                CreateQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5508,12 +5571,12 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = CreateQpOut::new_unchecked(b);
+                u64::from(CreateQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b);
+                CreateQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5525,11 +5588,12 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpOut::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = CreateQpOut::new_unchecked(b);
+                u64::from(CreateQpOut::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b);
+                CreateQpOut::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5541,11 +5605,12 @@ pub const CREATE_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateQpOut::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = CreateQpOut::new_unchecked(b);
+                u64::from(CreateQpOut::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateQpOut::new_unchecked(b);
+                CreateQpOut::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -5675,11 +5740,12 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyQpIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = DestroyQpIn::new_unchecked(b);
+                u64::from(DestroyQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b);
+                DestroyQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5691,11 +5757,12 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyQpIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DestroyQpIn::new_unchecked(b);
+                u64::from(DestroyQpIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b);
+                DestroyQpIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5707,11 +5774,12 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = DestroyQpIn::new_unchecked(b);
+                u64::from(DestroyQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b);
+                DestroyQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5723,11 +5791,12 @@ pub const DESTROY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyQpIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = DestroyQpIn::new_unchecked(b);
+                u64::from(DestroyQpIn::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyQpIn::new_unchecked(b);
+                DestroyQpIn::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -5816,12 +5885,12 @@ pub const DESTROY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyQpOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DestroyQpOut::new_unchecked(b);
+                u64::from(DestroyQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyQpOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyQpOut::new_unchecked(b);
+                DestroyQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5833,12 +5902,12 @@ pub const DESTROY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyQpOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyQpOut::new_unchecked(b);
+                u64::from(DestroyQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyQpOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyQpOut::new_unchecked(b);
+                DestroyQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -5967,11 +6036,12 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQpIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = QueryQpIn::new_unchecked(b);
+                u64::from(QueryQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b);
+                QueryQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5983,11 +6053,12 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = QueryQpIn::new_unchecked(b);
+                u64::from(QueryQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b);
+                QueryQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5999,11 +6070,12 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQpIn::new_unchecked(b); u64::from(v.qpc_ext()) }
+                | b, _ | { let v = QueryQpIn::new_unchecked(b);
+                u64::from(QueryQpIn::qpc_ext(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b); v.set_qpc_ext(x &
-                1 != 0); }
+                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b);
+                QueryQpIn::set_qpc_ext(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6015,11 +6087,12 @@ pub const QUERY_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQpIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = QueryQpIn::new_unchecked(b);
+                u64::from(QueryQpIn::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = QueryQpIn::new_unchecked(b);
+                QueryQpIn::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -6199,11 +6272,12 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQpOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = QueryQpOut::new_unchecked(b);
+                u64::from(QueryQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b);
+                QueryQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6215,12 +6289,12 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQpOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = QueryQpOut::new_unchecked(b);
+                u64::from(QueryQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b);
+                QueryQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6232,12 +6306,12 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQpOut::new_unchecked(b); u64::from(v
-                .opt_param_mask()) }
+                | b, _ | { let v = QueryQpOut::new_unchecked(b);
+                u64::from(QueryQpOut::opt_param_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b); v
-                .set_opt_param_mask((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b);
+                QueryQpOut::set_opt_param_mask(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6249,11 +6323,12 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryQpOut::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = QueryQpOut::new_unchecked(b);
+                u64::from(QueryQpOut::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryQpOut::new_unchecked(b);
+                QueryQpOut::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6265,13 +6340,12 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { QueryQpOut::new_unchecked(b).pas(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { QueryQpOut::pas(&
+                QueryQpOut::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                QueryQpOut::new_unchecked(b).set_pas(i, (x & 0xffffffffffffffff) as u64);
-                }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = QueryQpOut::set_pas(&
+                mut QueryQpOut::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -6289,8 +6363,8 @@ pub const QUERY_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = QueryQpOut::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = QueryQpOut::qpc(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -6475,12 +6549,12 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b);
+                u64::from(Rst2initQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b);
+                Rst2initQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6492,11 +6566,12 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b);
+                u64::from(Rst2initQpIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b);
+                Rst2initQpIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6508,12 +6583,12 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b);
+                u64::from(Rst2initQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b);
+                Rst2initQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6525,11 +6600,12 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b);
+                u64::from(Rst2initQpIn::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b);
+                Rst2initQpIn::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6541,12 +6617,12 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v
-                .opt_param_mask()) }
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b);
+                u64::from(Rst2initQpIn::opt_param_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v
-                .set_opt_param_mask((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b);
+                Rst2initQpIn::set_opt_param_mask(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6558,11 +6634,12 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpIn::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Rst2initQpIn::new_unchecked(b);
+                u64::from(Rst2initQpIn::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rst2initQpIn::new_unchecked(b);
+                Rst2initQpIn::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -6580,8 +6657,8 @@ pub const RST2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = Rst2initQpIn::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                } let sub = Rst2initQpIn::qpc(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -6692,12 +6769,12 @@ pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = Rst2initQpOut::new_unchecked(b);
+                u64::from(Rst2initQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b);
+                Rst2initQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6709,12 +6786,12 @@ pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = Rst2initQpOut::new_unchecked(b);
+                u64::from(Rst2initQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b);
+                Rst2initQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6726,11 +6803,12 @@ pub const RST2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rst2initQpOut::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Rst2initQpOut::new_unchecked(b);
+                u64::from(Rst2initQpOut::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rst2initQpOut::new_unchecked(b);
+                Rst2initQpOut::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -6908,12 +6986,12 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b);
+                u64::from(Init2initQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b);
+                Init2initQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6925,11 +7003,12 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b);
+                u64::from(Init2initQpIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b);
+                Init2initQpIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6941,12 +7020,12 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b);
+                u64::from(Init2initQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b);
+                Init2initQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6958,11 +7037,12 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b);
+                u64::from(Init2initQpIn::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b);
+                Init2initQpIn::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6974,12 +7054,12 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v
-                .opt_param_mask()) }
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b);
+                u64::from(Init2initQpIn::opt_param_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v
-                .set_opt_param_mask((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b);
+                Init2initQpIn::set_opt_param_mask(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6991,11 +7071,12 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpIn::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Init2initQpIn::new_unchecked(b);
+                u64::from(Init2initQpIn::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Init2initQpIn::new_unchecked(b);
+                Init2initQpIn::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -7013,8 +7094,8 @@ pub const INIT2INIT_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = Init2initQpIn::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                } let sub = Init2initQpIn::qpc(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -7125,12 +7206,12 @@ pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = Init2initQpOut::new_unchecked(b);
+                u64::from(Init2initQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b);
+                Init2initQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7142,12 +7223,12 @@ pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = Init2initQpOut::new_unchecked(b);
+                u64::from(Init2initQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b);
+                Init2initQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7159,11 +7240,12 @@ pub const INIT2INIT_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2initQpOut::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Init2initQpOut::new_unchecked(b);
+                u64::from(Init2initQpOut::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b); v.set_ece((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Init2initQpOut::new_unchecked(b);
+                Init2initQpOut::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -7341,12 +7423,12 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b);
+                u64::from(Init2rtrQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b);
+                Init2rtrQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7358,11 +7440,12 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b);
+                u64::from(Init2rtrQpIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b);
+                Init2rtrQpIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7374,12 +7457,12 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b);
+                u64::from(Init2rtrQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b);
+                Init2rtrQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7391,11 +7474,12 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b);
+                u64::from(Init2rtrQpIn::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b);
+                Init2rtrQpIn::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7407,12 +7491,12 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v
-                .opt_param_mask()) }
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b);
+                u64::from(Init2rtrQpIn::opt_param_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v
-                .set_opt_param_mask((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b);
+                Init2rtrQpIn::set_opt_param_mask(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7424,11 +7508,12 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Init2rtrQpIn::new_unchecked(b);
+                u64::from(Init2rtrQpIn::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Init2rtrQpIn::new_unchecked(b);
+                Init2rtrQpIn::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -7446,8 +7531,8 @@ pub const INIT2RTR_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = Init2rtrQpIn::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                } let sub = Init2rtrQpIn::qpc(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -7558,12 +7643,12 @@ pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b);
+                u64::from(Init2rtrQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b);
+                Init2rtrQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7575,12 +7660,12 @@ pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b);
+                u64::from(Init2rtrQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b);
+                Init2rtrQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7592,11 +7677,12 @@ pub const INIT2RTR_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Init2rtrQpOut::new_unchecked(b);
+                u64::from(Init2rtrQpOut::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Init2rtrQpOut::new_unchecked(b);
+                Init2rtrQpOut::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -7774,11 +7860,12 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b);
+                u64::from(Rtr2rtsQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b);
+                Rtr2rtsQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7790,11 +7877,12 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b);
+                u64::from(Rtr2rtsQpIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b);
+                Rtr2rtsQpIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7806,11 +7894,12 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b);
+                u64::from(Rtr2rtsQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b);
+                Rtr2rtsQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7822,11 +7911,12 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b);
+                u64::from(Rtr2rtsQpIn::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b);
+                Rtr2rtsQpIn::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7838,12 +7928,12 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v
-                .opt_param_mask()) }
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b);
+                u64::from(Rtr2rtsQpIn::opt_param_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v
-                .set_opt_param_mask((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b);
+                Rtr2rtsQpIn::set_opt_param_mask(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -7855,11 +7945,12 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Rtr2rtsQpIn::new_unchecked(b);
+                u64::from(Rtr2rtsQpIn::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rtr2rtsQpIn::new_unchecked(b);
+                Rtr2rtsQpIn::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -7877,8 +7968,8 @@ pub const RTR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = Rtr2rtsQpIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = Rtr2rtsQpIn::qpc(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -7989,12 +8080,12 @@ pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b);
+                u64::from(Rtr2rtsQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b);
+                Rtr2rtsQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8006,12 +8097,12 @@ pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b);
+                u64::from(Rtr2rtsQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b);
+                Rtr2rtsQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8023,11 +8114,12 @@ pub const RTR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Rtr2rtsQpOut::new_unchecked(b);
+                u64::from(Rtr2rtsQpOut::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rtr2rtsQpOut::new_unchecked(b);
+                Rtr2rtsQpOut::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -8205,11 +8297,12 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b);
+                u64::from(Rts2rtsQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b);
+                Rts2rtsQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8221,11 +8314,12 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b);
+                u64::from(Rts2rtsQpIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b);
+                Rts2rtsQpIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8237,11 +8331,12 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b);
+                u64::from(Rts2rtsQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b);
+                Rts2rtsQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8253,11 +8348,12 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b);
+                u64::from(Rts2rtsQpIn::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b);
+                Rts2rtsQpIn::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8269,12 +8365,12 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v
-                .opt_param_mask()) }
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b);
+                u64::from(Rts2rtsQpIn::opt_param_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v
-                .set_opt_param_mask((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b);
+                Rts2rtsQpIn::set_opt_param_mask(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8286,11 +8382,12 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Rts2rtsQpIn::new_unchecked(b);
+                u64::from(Rts2rtsQpIn::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rts2rtsQpIn::new_unchecked(b);
+                Rts2rtsQpIn::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -8308,8 +8405,8 @@ pub const RTS2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = Rts2rtsQpIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = Rts2rtsQpIn::qpc(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -8420,12 +8517,12 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b);
+                u64::from(Rts2rtsQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b);
+                Rts2rtsQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8437,12 +8534,12 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b);
+                u64::from(Rts2rtsQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b);
+                Rts2rtsQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8454,11 +8551,12 @@ pub const RTS2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b); u64::from(v.ece()) }
+                | b, _ | { let v = Rts2rtsQpOut::new_unchecked(b);
+                u64::from(Rts2rtsQpOut::ece(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b); v.set_ece((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Rts2rtsQpOut::new_unchecked(b);
+                Rts2rtsQpOut::set_ece(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -8620,12 +8718,12 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(Sqerr2rtsQpIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                Sqerr2rtsQpIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8637,11 +8735,12 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(Sqerr2rtsQpIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                Sqerr2rtsQpIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8653,12 +8752,12 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(Sqerr2rtsQpIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                Sqerr2rtsQpIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8670,11 +8769,12 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(Sqerr2rtsQpIn::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                Sqerr2rtsQpIn::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8686,12 +8786,12 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b); u64::from(v
-                .opt_param_mask()) }
+                | b, _ | { let v = Sqerr2rtsQpIn::new_unchecked(b);
+                u64::from(Sqerr2rtsQpIn::opt_param_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b); v
-                .set_opt_param_mask((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Sqerr2rtsQpIn::new_unchecked(b);
+                Sqerr2rtsQpIn::set_opt_param_mask(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -8709,8 +8809,8 @@ pub const SQERR2RTS_QP_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = Sqerr2rtsQpIn::new_unchecked(b); if i != 0 { return None;
-                } let sub = v.qpc(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                } let sub = Sqerr2rtsQpIn::qpc(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -8807,12 +8907,12 @@ pub const SQERR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqerr2rtsQpOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = Sqerr2rtsQpOut::new_unchecked(b);
+                u64::from(Sqerr2rtsQpOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqerr2rtsQpOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = Sqerr2rtsQpOut::new_unchecked(b);
+                Sqerr2rtsQpOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8824,12 +8924,12 @@ pub const SQERR2RTS_QP_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqerr2rtsQpOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = Sqerr2rtsQpOut::new_unchecked(b);
+                u64::from(Sqerr2rtsQpOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqerr2rtsQpOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Sqerr2rtsQpOut::new_unchecked(b);
+                Sqerr2rtsQpOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -8956,11 +9056,12 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = Qp2errIn::new_unchecked(b);
+                u64::from(Qp2errIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b);
+                Qp2errIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8972,11 +9073,12 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(Qp2errIn::uid(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); Qp2errIn::set_uid(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -8988,11 +9090,12 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = Qp2errIn::new_unchecked(b);
+                u64::from(Qp2errIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b);
+                Qp2errIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9004,11 +9107,12 @@ pub const QP_2ERR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Qp2errIn::new_unchecked(b); u64::from(Qp2errIn::qpn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qp2errIn::new_unchecked(b); Qp2errIn::set_qpn(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -9094,11 +9198,12 @@ pub const QP_2ERR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2errOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = Qp2errOut::new_unchecked(b);
+                u64::from(Qp2errOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2errOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Qp2errOut::new_unchecked(b);
+                Qp2errOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9110,11 +9215,12 @@ pub const QP_2ERR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2errOut::new_unchecked(b); u64::from(v.syndrome()) }
+                | b, _ | { let v = Qp2errOut::new_unchecked(b);
+                u64::from(Qp2errOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2errOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Qp2errOut::new_unchecked(b);
+                Qp2errOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -9241,11 +9347,12 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = Qp2rstIn::new_unchecked(b);
+                u64::from(Qp2rstIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b);
+                Qp2rstIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9257,11 +9364,12 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(Qp2rstIn::uid(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); Qp2rstIn::set_uid(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9273,11 +9381,12 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = Qp2rstIn::new_unchecked(b);
+                u64::from(Qp2rstIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b);
+                Qp2rstIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9289,11 +9398,12 @@ pub const QP_2RST_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcce
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = Qp2rstIn::new_unchecked(b); u64::from(Qp2rstIn::qpn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Qp2rstIn::new_unchecked(b); Qp2rstIn::set_qpn(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -9379,11 +9489,12 @@ pub const QP_2RST_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2rstOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = Qp2rstOut::new_unchecked(b);
+                u64::from(Qp2rstOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2rstOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = Qp2rstOut::new_unchecked(b);
+                Qp2rstOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -9395,11 +9506,12 @@ pub const QP_2RST_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Qp2rstOut::new_unchecked(b); u64::from(v.syndrome()) }
+                | b, _ | { let v = Qp2rstOut::new_unchecked(b);
+                u64::from(Qp2rstOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Qp2rstOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = Qp2rstOut::new_unchecked(b);
+                Qp2rstOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],

@@ -359,12 +359,12 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
-                .vlan_valid()) }
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b);
+                u64::from(RoceAddrLayout::vlan_valid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
-                .set_vlan_valid(x & 1 != 0); }
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b);
+                RoceAddrLayout::set_vlan_valid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -376,12 +376,12 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
-                .vlan_id()) }
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b);
+                u64::from(RoceAddrLayout::vlan_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
-                .set_vlan_id((x & 0xfff) as u16); }
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b);
+                RoceAddrLayout::set_vlan_id(& mut v, (x & 0xfff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -393,12 +393,12 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
-                .source_mac_47_32()) }
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b);
+                u64::from(RoceAddrLayout::source_mac_47_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
-                .set_source_mac_47_32((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b);
+                RoceAddrLayout::set_source_mac_47_32(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -410,12 +410,12 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
-                .source_mac_31_0()) }
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b);
+                u64::from(RoceAddrLayout::source_mac_31_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
-                .set_source_mac_31_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b);
+                RoceAddrLayout::set_source_mac_31_0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -433,12 +433,12 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
-                .roce_l3_type_raw()) }
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b);
+                u64::from(RoceAddrLayout::roce_l3_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
-                .set_roce_l3_type_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b);
+                RoceAddrLayout::set_roce_l3_type_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -456,12 +456,12 @@ pub const ROCE_ADDR_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layo
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RoceAddrLayout::new_unchecked(b); u64::from(v
-                .roce_version_raw()) }
+                | b, _ | { let v = RoceAddrLayout::new_unchecked(b);
+                u64::from(RoceAddrLayout::roce_version_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b); v
-                .set_roce_version_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = RoceAddrLayout::new_unchecked(b);
+                RoceAddrLayout::set_roce_version_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -613,12 +613,12 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b);
+                u64::from(SetRoceAddressIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b);
+                SetRoceAddressIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -630,12 +630,12 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b);
+                u64::from(SetRoceAddressIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b);
+                SetRoceAddressIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -647,12 +647,12 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b); u64::from(v
-                .roce_address_index()) }
+                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b);
+                u64::from(SetRoceAddressIn::roce_address_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b); v
-                .set_roce_address_index((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b);
+                SetRoceAddressIn::set_roce_address_index(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -664,12 +664,12 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b); u64::from(v
-                .vhca_port_num()) }
+                | b, _ | { let v = SetRoceAddressIn::new_unchecked(b);
+                u64::from(SetRoceAddressIn::vhca_port_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b); v
-                .set_vhca_port_num((x & 0xf) as u8); }
+                | b, _, x | { let mut v = SetRoceAddressIn::new_unchecked(b);
+                SetRoceAddressIn::set_vhca_port_num(& mut v, (x & 0xf) as u8); }
             ),
         },
     ],
@@ -687,8 +687,8 @@ pub const SET_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::L
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 48 { return
                 None; } let v = SetRoceAddressIn::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.roce_address(); Some(sub.storage().as_ptr() as usize
-                - b.as_ptr() as usize) }
+                None; } let sub = SetRoceAddressIn::roce_address(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -776,12 +776,12 @@ pub const SET_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetRoceAddressOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = SetRoceAddressOut::new_unchecked(b);
+                u64::from(SetRoceAddressOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetRoceAddressOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = SetRoceAddressOut::new_unchecked(b);
+                SetRoceAddressOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -793,12 +793,12 @@ pub const SET_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = SetRoceAddressOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = SetRoceAddressOut::new_unchecked(b);
+                u64::from(SetRoceAddressOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = SetRoceAddressOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = SetRoceAddressOut::new_unchecked(b);
+                SetRoceAddressOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -934,12 +934,12 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b);
+                u64::from(QueryRoceAddressIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b);
+                QueryRoceAddressIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -951,12 +951,12 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b);
+                u64::from(QueryRoceAddressIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b);
+                QueryRoceAddressIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -968,12 +968,13 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b); u64::from(v
-                .roce_address_index()) }
+                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b);
+                u64::from(QueryRoceAddressIn::roce_address_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b); v
-                .set_roce_address_index((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b);
+                QueryRoceAddressIn::set_roce_address_index(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -985,12 +986,12 @@ pub const QUERY_ROCE_ADDRESS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b); u64::from(v
-                .vhca_port_num()) }
+                | b, _ | { let v = QueryRoceAddressIn::new_unchecked(b);
+                u64::from(QueryRoceAddressIn::vhca_port_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b); v
-                .set_vhca_port_num((x & 0xf) as u8); }
+                | b, _, x | { let mut v = QueryRoceAddressIn::new_unchecked(b);
+                QueryRoceAddressIn::set_vhca_port_num(& mut v, (x & 0xf) as u8); }
             ),
         },
     ],
@@ -1098,12 +1099,12 @@ pub const QUERY_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryRoceAddressOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QueryRoceAddressOut::new_unchecked(b);
+                u64::from(QueryRoceAddressOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryRoceAddressOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryRoceAddressOut::new_unchecked(b);
+                QueryRoceAddressOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1115,12 +1116,12 @@ pub const QUERY_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryRoceAddressOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryRoceAddressOut::new_unchecked(b);
+                u64::from(QueryRoceAddressOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryRoceAddressOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryRoceAddressOut::new_unchecked(b);
+                QueryRoceAddressOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1138,8 +1139,8 @@ pub const QUERY_ROCE_ADDRESS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 48 { return
                 None; } let v = QueryRoceAddressOut::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.roce_address(); Some(sub.storage().as_ptr() as usize
-                - b.as_ptr() as usize) }
+                None; } let sub = QueryRoceAddressOut::roce_address(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],

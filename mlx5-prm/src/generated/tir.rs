@@ -347,11 +347,12 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTisIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CreateTisIn::new_unchecked(b);
+                u64::from(CreateTisIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b);
+                CreateTisIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -363,11 +364,12 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTisIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateTisIn::new_unchecked(b);
+                u64::from(CreateTisIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b);
+                CreateTisIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -379,11 +381,12 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTisIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CreateTisIn::new_unchecked(b);
+                u64::from(CreateTisIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateTisIn::new_unchecked(b);
+                CreateTisIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -401,8 +404,8 @@ pub const CREATE_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 192 { return
                 None; } let v = CreateTisIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = CreateTisIn::ctx(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -637,12 +640,12 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v
-                .strict_lag_tx_port_affinity()) }
+                | b, _ | { let v = Tisc::new_unchecked(b);
+                u64::from(Tisc::strict_lag_tx_port_affinity(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tisc::new_unchecked(b); v
-                .set_strict_lag_tx_port_affinity(x & 1 != 0); }
+                | b, _, x | { let mut v = Tisc::new_unchecked(b);
+                Tisc::set_strict_lag_tx_port_affinity(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -654,11 +657,11 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v.tls_en()) }
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(Tisc::tls_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tisc::new_unchecked(b); v.set_tls_en(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); Tisc::set_tls_en(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -670,12 +673,12 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v
-                .lag_tx_port_affinity()) }
+                | b, _ | { let v = Tisc::new_unchecked(b);
+                u64::from(Tisc::lag_tx_port_affinity(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tisc::new_unchecked(b); v
-                .set_lag_tx_port_affinity((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Tisc::new_unchecked(b);
+                Tisc::set_lag_tx_port_affinity(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -687,11 +690,11 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v.prio()) }
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(Tisc::prio(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tisc::new_unchecked(b); v.set_prio((x & 0xf) as
-                u8); }
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); Tisc::set_prio(& mut v,
+                (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -703,12 +706,12 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v
-                .transport_domain()) }
+                | b, _ | { let v = Tisc::new_unchecked(b);
+                u64::from(Tisc::transport_domain(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tisc::new_unchecked(b); v
-                .set_transport_domain((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Tisc::new_unchecked(b);
+                Tisc::set_transport_domain(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -720,11 +723,12 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v.underlay_qpn()) }
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(Tisc::underlay_qpn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tisc::new_unchecked(b); v.set_underlay_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Tisc::new_unchecked(b);
+                Tisc::set_underlay_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -736,11 +740,11 @@ pub const TISC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(v.pd()) }
+                | b, _ | { let v = Tisc::new_unchecked(b); u64::from(Tisc::pd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tisc::new_unchecked(b); v.set_pd((x & 0xffffff)
-                as u32); }
+                | b, _, x | { let mut v = Tisc::new_unchecked(b); Tisc::set_pd(& mut v,
+                (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -893,12 +897,12 @@ pub const CREATE_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTisOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = CreateTisOut::new_unchecked(b);
+                u64::from(CreateTisOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b);
+                CreateTisOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -910,12 +914,12 @@ pub const CREATE_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTisOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = CreateTisOut::new_unchecked(b);
+                u64::from(CreateTisOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b);
+                CreateTisOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -927,11 +931,12 @@ pub const CREATE_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTisOut::new_unchecked(b); u64::from(v.tisn()) }
+                | b, _ | { let v = CreateTisOut::new_unchecked(b);
+                u64::from(CreateTisOut::tisn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b); v.set_tisn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateTisOut::new_unchecked(b);
+                CreateTisOut::set_tisn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1061,12 +1066,12 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTisIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = DestroyTisIn::new_unchecked(b);
+                u64::from(DestroyTisIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b);
+                DestroyTisIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1078,11 +1083,12 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTisIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DestroyTisIn::new_unchecked(b);
+                u64::from(DestroyTisIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b);
+                DestroyTisIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1094,12 +1100,12 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTisIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = DestroyTisIn::new_unchecked(b);
+                u64::from(DestroyTisIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b);
+                DestroyTisIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1111,11 +1117,12 @@ pub const DESTROY_TIS_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTisIn::new_unchecked(b); u64::from(v.tisn()) }
+                | b, _ | { let v = DestroyTisIn::new_unchecked(b);
+                u64::from(DestroyTisIn::tisn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b); v.set_tisn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyTisIn::new_unchecked(b);
+                DestroyTisIn::set_tisn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1204,12 +1211,12 @@ pub const DESTROY_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTisOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DestroyTisOut::new_unchecked(b);
+                u64::from(DestroyTisOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTisOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyTisOut::new_unchecked(b);
+                DestroyTisOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1221,12 +1228,12 @@ pub const DESTROY_TIS_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTisOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyTisOut::new_unchecked(b);
+                u64::from(DestroyTisOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTisOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyTisOut::new_unchecked(b);
+                DestroyTisOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1348,11 +1355,12 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CreateTirIn::new_unchecked(b);
+                u64::from(CreateTirIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b);
+                CreateTirIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1364,11 +1372,12 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateTirIn::new_unchecked(b);
+                u64::from(CreateTirIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b);
+                CreateTirIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1380,11 +1389,12 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CreateTirIn::new_unchecked(b);
+                u64::from(CreateTirIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateTirIn::new_unchecked(b);
+                CreateTirIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1402,8 +1412,8 @@ pub const CREATE_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = CreateTirIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = CreateTirIn::ctx(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -1868,11 +1878,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.disp_type_raw()) }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::disp_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_disp_type_raw((x
-                & 0xf) as u8); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_disp_type_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1884,11 +1895,11 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.tls_en()) }
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(Tirc::tls_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_tls_en(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); Tirc::set_tls_en(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1900,12 +1911,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
-                .lro_timeout_period_usecs()) }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::lro_timeout_period_usecs(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
-                .set_lro_timeout_period_usecs((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_lro_timeout_period_usecs(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1917,12 +1928,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
-                .packet_merge_mask()) }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::packet_merge_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
-                .set_packet_merge_mask((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_packet_merge_mask(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1934,12 +1945,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
-                .lro_max_ip_payload_size()) }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::lro_max_ip_payload_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
-                .set_lro_max_ip_payload_size((x & 0xff) as u8); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_lro_max_ip_payload_size(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1951,11 +1962,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.inline_rqn()) }
+                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(Tirc::inline_rqn(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_inline_rqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b); Tirc::set_inline_rqn(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1967,12 +1979,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
-                .rx_hash_symmetric()) }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::rx_hash_symmetric(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
-                .set_rx_hash_symmetric(x & 1 != 0); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_rx_hash_symmetric(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1984,12 +1996,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
-                .tunneled_offload_en()) }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::tunneled_offload_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
-                .set_tunneled_offload_en(x & 1 != 0); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_tunneled_offload_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2001,12 +2013,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.indirect_table())
-                }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::indirect_table(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_indirect_table((x
-                & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_indirect_table(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2024,12 +2036,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.rx_hash_fn_raw())
-                }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::rx_hash_fn_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_rx_hash_fn_raw((x
-                & 0xf) as u8); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_rx_hash_fn_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2041,11 +2053,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v.self_lb_block()) }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::self_lb_block(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v.set_self_lb_block((x
-                & 0x3) as u8); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_self_lb_block(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2057,12 +2070,12 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Tirc::new_unchecked(b); u64::from(v
-                .transport_domain()) }
+                | b, _ | { let v = Tirc::new_unchecked(b);
+                u64::from(Tirc::transport_domain(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Tirc::new_unchecked(b); v
-                .set_transport_domain((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Tirc::new_unchecked(b);
+                Tirc::set_transport_domain(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2074,12 +2087,13 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { Tirc::new_unchecked(b)
-                .rx_hash_toeplitz_key(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { Tirc::rx_hash_toeplitz_key(&
+                Tirc::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ = Tirc::new_unchecked(b)
-                .set_rx_hash_toeplitz_key(i, (x & 0xffffffff) as u32); }
+                | b : & mut [u8], i : usize, x : u64 | { let _ =
+                Tirc::set_rx_hash_toeplitz_key(& mut Tirc::new_unchecked(b), i, (x &
+                0xffffffff) as u32); }
             ),
         },
     ],
@@ -2097,8 +2111,8 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
                 None; } let v = Tirc::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.rx_hash_field_selector_outer(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                sub = Tirc::rx_hash_field_selector_outer(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2114,8 +2128,8 @@ pub const TIRC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
                 None; } let v = Tirc::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.rx_hash_field_selector_inner(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                sub = Tirc::rx_hash_field_selector_inner(& v); Some(sub.storage()
+                .as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2290,12 +2304,12 @@ pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b); u64::from(v
-                .l3_prot_type()) }
+                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b);
+                u64::from(RxHashFieldSelect::l3_prot_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b); v
-                .set_l3_prot_type(x & 1 != 0); }
+                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b);
+                RxHashFieldSelect::set_l3_prot_type(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2307,12 +2321,12 @@ pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b); u64::from(v
-                .l4_prot_type()) }
+                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b);
+                u64::from(RxHashFieldSelect::l4_prot_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b); v
-                .set_l4_prot_type(x & 1 != 0); }
+                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b);
+                RxHashFieldSelect::set_l4_prot_type(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2324,12 +2338,13 @@ pub const RX_HASH_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b); u64::from(v
-                .selected_fields()) }
+                | b, _ | { let v = RxHashFieldSelect::new_unchecked(b);
+                u64::from(RxHashFieldSelect::selected_fields(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b); v
-                .set_selected_fields((x & 0x3fffffff) as u32); }
+                | b, _, x | { let mut v = RxHashFieldSelect::new_unchecked(b);
+                RxHashFieldSelect::set_selected_fields(& mut v, (x & 0x3fffffff) as u32);
+                }
             ),
         },
     ],
@@ -2508,12 +2523,12 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = CreateTirOut::new_unchecked(b);
+                u64::from(CreateTirOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b);
+                CreateTirOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2525,12 +2540,12 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v
-                .icm_address_63_40()) }
+                | b, _ | { let v = CreateTirOut::new_unchecked(b);
+                u64::from(CreateTirOut::icm_address_63_40(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v
-                .set_icm_address_63_40((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b);
+                CreateTirOut::set_icm_address_63_40(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2542,12 +2557,12 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = CreateTirOut::new_unchecked(b);
+                u64::from(CreateTirOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b);
+                CreateTirOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2559,12 +2574,12 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v
-                .icm_address_39_32()) }
+                | b, _ | { let v = CreateTirOut::new_unchecked(b);
+                u64::from(CreateTirOut::icm_address_39_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v
-                .set_icm_address_39_32((x & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b);
+                CreateTirOut::set_icm_address_39_32(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2576,11 +2591,12 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v.tirn()) }
+                | b, _ | { let v = CreateTirOut::new_unchecked(b);
+                u64::from(CreateTirOut::tirn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v.set_tirn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b);
+                CreateTirOut::set_tirn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2592,12 +2608,12 @@ pub const CREATE_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateTirOut::new_unchecked(b); u64::from(v
-                .icm_address_31_0()) }
+                | b, _ | { let v = CreateTirOut::new_unchecked(b);
+                u64::from(CreateTirOut::icm_address_31_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b); v
-                .set_icm_address_31_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateTirOut::new_unchecked(b);
+                CreateTirOut::set_icm_address_31_0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2759,11 +2775,12 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = ModifyTirIn::new_unchecked(b);
+                u64::from(ModifyTirIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b);
+                ModifyTirIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2775,11 +2792,12 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = ModifyTirIn::new_unchecked(b);
+                u64::from(ModifyTirIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b);
+                ModifyTirIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2791,11 +2809,12 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = ModifyTirIn::new_unchecked(b);
+                u64::from(ModifyTirIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b);
+                ModifyTirIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2807,11 +2826,12 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirIn::new_unchecked(b); u64::from(v.tirn()) }
+                | b, _ | { let v = ModifyTirIn::new_unchecked(b);
+                u64::from(ModifyTirIn::tirn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b); v.set_tirn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = ModifyTirIn::new_unchecked(b);
+                ModifyTirIn::set_tirn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -2829,8 +2849,8 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = ModifyTirIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.bitmask(); Some(sub.storage().as_ptr() as usize - b.as_ptr()
-                as usize) }
+                let sub = ModifyTirIn::bitmask(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2846,8 +2866,8 @@ pub const MODIFY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = ModifyTirIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = ModifyTirIn::ctx(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -2964,12 +2984,12 @@ pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b); u64::from(v
-                .self_lb_en()) }
+                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b);
+                u64::from(ModifyTirBitmask::self_lb_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b); v
-                .set_self_lb_en(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b);
+                ModifyTirBitmask::set_self_lb_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2981,12 +3001,12 @@ pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b); u64::from(v
-                .hash()) }
+                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b);
+                u64::from(ModifyTirBitmask::hash(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b); v
-                .set_hash(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b);
+                ModifyTirBitmask::set_hash(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2998,12 +3018,12 @@ pub const MODIFY_TIR_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b); u64::from(v
-                .packet_merge()) }
+                | b, _ | { let v = ModifyTirBitmask::new_unchecked(b);
+                u64::from(ModifyTirBitmask::packet_merge(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b); v
-                .set_packet_merge(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyTirBitmask::new_unchecked(b);
+                ModifyTirBitmask::set_packet_merge(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -3092,12 +3112,12 @@ pub const MODIFY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = ModifyTirOut::new_unchecked(b);
+                u64::from(ModifyTirOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = ModifyTirOut::new_unchecked(b);
+                ModifyTirOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3109,12 +3129,12 @@ pub const MODIFY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyTirOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = ModifyTirOut::new_unchecked(b);
+                u64::from(ModifyTirOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyTirOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ModifyTirOut::new_unchecked(b);
+                ModifyTirOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3244,12 +3264,12 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTirIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = DestroyTirIn::new_unchecked(b);
+                u64::from(DestroyTirIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b);
+                DestroyTirIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3261,11 +3281,12 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTirIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DestroyTirIn::new_unchecked(b);
+                u64::from(DestroyTirIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b);
+                DestroyTirIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3277,12 +3298,12 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTirIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = DestroyTirIn::new_unchecked(b);
+                u64::from(DestroyTirIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b);
+                DestroyTirIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3294,11 +3315,12 @@ pub const DESTROY_TIR_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTirIn::new_unchecked(b); u64::from(v.tirn()) }
+                | b, _ | { let v = DestroyTirIn::new_unchecked(b);
+                u64::from(DestroyTirIn::tirn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b); v.set_tirn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyTirIn::new_unchecked(b);
+                DestroyTirIn::set_tirn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -3387,12 +3409,12 @@ pub const DESTROY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTirOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DestroyTirOut::new_unchecked(b);
+                u64::from(DestroyTirOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTirOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyTirOut::new_unchecked(b);
+                DestroyTirOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3404,12 +3426,12 @@ pub const DESTROY_TIR_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyTirOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyTirOut::new_unchecked(b);
+                u64::from(DestroyTirOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyTirOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyTirOut::new_unchecked(b);
+                DestroyTirOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3532,11 +3554,12 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqtIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CreateRqtIn::new_unchecked(b);
+                u64::from(CreateRqtIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b);
+                CreateRqtIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3548,11 +3571,12 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqtIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateRqtIn::new_unchecked(b);
+                u64::from(CreateRqtIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b);
+                CreateRqtIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3564,11 +3588,12 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqtIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CreateRqtIn::new_unchecked(b);
+                u64::from(CreateRqtIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = CreateRqtIn::new_unchecked(b);
+                CreateRqtIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -3586,8 +3611,8 @@ pub const CREATE_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = CreateRqtIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.rqt_context(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = CreateRqtIn::rqt_context(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -3782,11 +3807,12 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(v.list_q_type()) }
+                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(Rqtc::list_q_type(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqtc::new_unchecked(b); v.set_list_q_type((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = Rqtc::new_unchecked(b); Rqtc::set_list_q_type(&
+                mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3798,11 +3824,12 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(v.rqt_max_size()) }
+                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(Rqtc::rqt_max_size(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqtc::new_unchecked(b); v.set_rqt_max_size((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Rqtc::new_unchecked(b);
+                Rqtc::set_rqt_max_size(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3814,12 +3841,12 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(v
-                .rq_vhca_id_format()) }
+                | b, _ | { let v = Rqtc::new_unchecked(b);
+                u64::from(Rqtc::rq_vhca_id_format(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqtc::new_unchecked(b); v
-                .set_rq_vhca_id_format(x & 1 != 0); }
+                | b, _, x | { let mut v = Rqtc::new_unchecked(b);
+                Rqtc::set_rq_vhca_id_format(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3831,12 +3858,12 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqtc::new_unchecked(b); u64::from(v.rqt_actual_size())
-                }
+                | b, _ | { let v = Rqtc::new_unchecked(b);
+                u64::from(Rqtc::rqt_actual_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqtc::new_unchecked(b); v
-                .set_rqt_actual_size((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rqtc::new_unchecked(b);
+                Rqtc::set_rqt_actual_size(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -3853,8 +3880,8 @@ pub const RQTC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             runs_on: false,
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
-                None; } let v = Rqtc::new_unchecked(b); let sub = v.rq_num(i) ?; Some(sub
-                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+                None; } let v = Rqtc::new_unchecked(b); let sub = Rqtc::rq_num(& v, i) ?;
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -3997,11 +4024,12 @@ pub const RQ_NUM_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RqNum::new_unchecked(b); u64::from(v.rq_num()) }
+                | b, _ | { let v = RqNum::new_unchecked(b); u64::from(RqNum::rq_num(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RqNum::new_unchecked(b); v.set_rq_num((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = RqNum::new_unchecked(b); RqNum::set_rq_num(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4113,12 +4141,12 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqtOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = CreateRqtOut::new_unchecked(b);
+                u64::from(CreateRqtOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b);
+                CreateRqtOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4130,12 +4158,12 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqtOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = CreateRqtOut::new_unchecked(b);
+                u64::from(CreateRqtOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b);
+                CreateRqtOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4147,11 +4175,12 @@ pub const CREATE_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqtOut::new_unchecked(b); u64::from(v.rqtn()) }
+                | b, _ | { let v = CreateRqtOut::new_unchecked(b);
+                u64::from(CreateRqtOut::rqtn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b); v.set_rqtn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateRqtOut::new_unchecked(b);
+                CreateRqtOut::set_rqtn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4314,11 +4343,12 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqtIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = ModifyRqtIn::new_unchecked(b);
+                u64::from(ModifyRqtIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b);
+                ModifyRqtIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4330,11 +4360,12 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqtIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = ModifyRqtIn::new_unchecked(b);
+                u64::from(ModifyRqtIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b);
+                ModifyRqtIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4346,11 +4377,12 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqtIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = ModifyRqtIn::new_unchecked(b);
+                u64::from(ModifyRqtIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b);
+                ModifyRqtIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4362,11 +4394,12 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqtIn::new_unchecked(b); u64::from(v.rqtn()) }
+                | b, _ | { let v = ModifyRqtIn::new_unchecked(b);
+                u64::from(ModifyRqtIn::rqtn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b); v.set_rqtn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = ModifyRqtIn::new_unchecked(b);
+                ModifyRqtIn::set_rqtn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4384,8 +4417,8 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = ModifyRqtIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.bitmask(); Some(sub.storage().as_ptr() as usize - b.as_ptr()
-                as usize) }
+                let sub = ModifyRqtIn::bitmask(& v); Some(sub.storage().as_ptr() as usize
+                - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -4401,8 +4434,8 @@ pub const MODIFY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = ModifyRqtIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = ModifyRqtIn::ctx(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -4482,12 +4515,12 @@ pub const RQT_BITMASK_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = RqtBitmask::new_unchecked(b); u64::from(v.rqn_list())
-                }
+                | b, _ | { let v = RqtBitmask::new_unchecked(b);
+                u64::from(RqtBitmask::rqn_list(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = RqtBitmask::new_unchecked(b); v.set_rqn_list(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = RqtBitmask::new_unchecked(b);
+                RqtBitmask::set_rqn_list(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -4576,12 +4609,12 @@ pub const MODIFY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqtOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = ModifyRqtOut::new_unchecked(b);
+                u64::from(ModifyRqtOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqtOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = ModifyRqtOut::new_unchecked(b);
+                ModifyRqtOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4593,12 +4626,12 @@ pub const MODIFY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqtOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = ModifyRqtOut::new_unchecked(b);
+                u64::from(ModifyRqtOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqtOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ModifyRqtOut::new_unchecked(b);
+                ModifyRqtOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -4728,12 +4761,12 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqtIn::new_unchecked(b); u64::from(v.opcode())
-                }
+                | b, _ | { let v = DestroyRqtIn::new_unchecked(b);
+                u64::from(DestroyRqtIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b);
+                DestroyRqtIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4745,11 +4778,12 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqtIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DestroyRqtIn::new_unchecked(b);
+                u64::from(DestroyRqtIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b);
+                DestroyRqtIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4761,12 +4795,12 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqtIn::new_unchecked(b); u64::from(v.op_mod())
-                }
+                | b, _ | { let v = DestroyRqtIn::new_unchecked(b);
+                u64::from(DestroyRqtIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b);
+                DestroyRqtIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4778,11 +4812,12 @@ pub const DESTROY_RQT_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqtIn::new_unchecked(b); u64::from(v.rqtn()) }
+                | b, _ | { let v = DestroyRqtIn::new_unchecked(b);
+                u64::from(DestroyRqtIn::rqtn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b); v.set_rqtn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyRqtIn::new_unchecked(b);
+                DestroyRqtIn::set_rqtn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4871,12 +4906,12 @@ pub const DESTROY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqtOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DestroyRqtOut::new_unchecked(b);
+                u64::from(DestroyRqtOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqtOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyRqtOut::new_unchecked(b);
+                DestroyRqtOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4888,12 +4923,12 @@ pub const DESTROY_RQT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layou
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqtOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyRqtOut::new_unchecked(b);
+                u64::from(DestroyRqtOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqtOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyRqtOut::new_unchecked(b);
+                DestroyRqtOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],

@@ -271,12 +271,12 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b); u64::from(v
-                .consumer_index()) }
+                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b);
+                u64::from(CqDoorbellRecord::consumer_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b); v
-                .set_consumer_index((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b);
+                CqDoorbellRecord::set_consumer_index(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -288,12 +288,12 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b); u64::from(v
-                .arm_sn()) }
+                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b);
+                u64::from(CqDoorbellRecord::arm_sn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b); v
-                .set_arm_sn((x & 0x3) as u8); }
+                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b);
+                CqDoorbellRecord::set_arm_sn(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -311,12 +311,12 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b); u64::from(v
-                .arm_cmd_raw()) }
+                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b);
+                u64::from(CqDoorbellRecord::arm_cmd_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b); v
-                .set_arm_cmd_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b);
+                CqDoorbellRecord::set_arm_cmd_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -328,12 +328,12 @@ pub const CQ_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b); u64::from(v
-                .arm_ci()) }
+                | b, _ | { let v = CqDoorbellRecord::new_unchecked(b);
+                u64::from(CqDoorbellRecord::arm_ci(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b); v
-                .set_arm_ci((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = CqDoorbellRecord::new_unchecked(b);
+                CqDoorbellRecord::set_arm_ci(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -523,12 +523,12 @@ pub const QP_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QpDoorbellRecord::new_unchecked(b); u64::from(v
-                .receive_counter()) }
+                | b, _ | { let v = QpDoorbellRecord::new_unchecked(b);
+                u64::from(QpDoorbellRecord::receive_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QpDoorbellRecord::new_unchecked(b); v
-                .set_receive_counter((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QpDoorbellRecord::new_unchecked(b);
+                QpDoorbellRecord::set_receive_counter(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -540,12 +540,12 @@ pub const QP_DOORBELL_RECORD_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QpDoorbellRecord::new_unchecked(b); u64::from(v
-                .send_counter()) }
+                | b, _ | { let v = QpDoorbellRecord::new_unchecked(b);
+                u64::from(QpDoorbellRecord::send_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QpDoorbellRecord::new_unchecked(b); v
-                .set_send_counter((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QpDoorbellRecord::new_unchecked(b);
+                QpDoorbellRecord::set_send_counter(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -827,8 +827,8 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_cq_arm_sn((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = UarPage::new_unchecked(b);
+                UarPage::set_cq_arm_sn(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -847,8 +847,8 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = UarPage::new_unchecked(b); v
-                .set_cq_arm_cmd_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = UarPage::new_unchecked(b);
+                UarPage::set_cq_arm_cmd_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -861,8 +861,8 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_cq_arm_ci((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = UarPage::new_unchecked(b);
+                UarPage::set_cq_arm_ci(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -875,8 +875,8 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_cq_arm_cqn((x
-                & 0xffffff) as u32); }
+                | b, _, x | { let mut v = UarPage::new_unchecked(b);
+                UarPage::set_cq_arm_cqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -889,8 +889,8 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_eq_arm_eqn((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = UarPage::new_unchecked(b);
+                UarPage::set_eq_arm_eqn(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -903,8 +903,8 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = UarPage::new_unchecked(b); v.set_eq_arm_ci((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = UarPage::new_unchecked(b);
+                UarPage::set_eq_arm_ci(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -917,8 +917,8 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = UarPage::new_unchecked(b); v
-                .set_eq_update_eqn((x & 0xff) as u8); }
+                | b, _, x | { let mut v = UarPage::new_unchecked(b);
+                UarPage::set_eq_update_eqn(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -931,8 +931,8 @@ pub const UAR_PAGE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             readable: false,
             get: None,
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = UarPage::new_unchecked(b); v
-                .set_eq_update_ci((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = UarPage::new_unchecked(b);
+                UarPage::set_eq_update_ci(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {

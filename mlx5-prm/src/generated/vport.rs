@@ -404,12 +404,12 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportStateIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = QueryVportStateIn::new_unchecked(b);
+                u64::from(QueryVportStateIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b);
+                QueryVportStateIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -421,12 +421,12 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportStateIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = QueryVportStateIn::new_unchecked(b);
+                u64::from(QueryVportStateIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b);
+                QueryVportStateIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -438,12 +438,12 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportStateIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = QueryVportStateIn::new_unchecked(b);
+                u64::from(QueryVportStateIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b);
+                QueryVportStateIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -455,12 +455,12 @@ pub const QUERY_VPORT_STATE_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportStateIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = QueryVportStateIn::new_unchecked(b);
+                u64::from(QueryVportStateIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryVportStateIn::new_unchecked(b);
+                QueryVportStateIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -624,12 +624,12 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportStateOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QueryVportStateOut::new_unchecked(b);
+                u64::from(QueryVportStateOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b);
+                QueryVportStateOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -641,12 +641,12 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportStateOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryVportStateOut::new_unchecked(b);
+                u64::from(QueryVportStateOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b);
+                QueryVportStateOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -664,12 +664,12 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportStateOut::new_unchecked(b); u64::from(v
-                .admin_state_raw()) }
+                | b, _ | { let v = QueryVportStateOut::new_unchecked(b);
+                u64::from(QueryVportStateOut::admin_state_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b); v
-                .set_admin_state_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b);
+                QueryVportStateOut::set_admin_state_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -687,12 +687,12 @@ pub const QUERY_VPORT_STATE_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryVportStateOut::new_unchecked(b); u64::from(v
-                .state_raw()) }
+                | b, _ | { let v = QueryVportStateOut::new_unchecked(b);
+                u64::from(QueryVportStateOut::state_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b); v
-                .set_state_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = QueryVportStateOut::new_unchecked(b);
+                QueryVportStateOut::set_state_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
     ],
@@ -855,12 +855,12 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b);
+                u64::from(QueryNicVportContextIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b);
+                QueryNicVportContextIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -872,12 +872,12 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b);
+                u64::from(QueryNicVportContextIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b);
+                QueryNicVportContextIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -889,12 +889,12 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b);
+                u64::from(QueryNicVportContextIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b);
+                QueryNicVportContextIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -906,12 +906,12 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b);
+                u64::from(QueryNicVportContextIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b);
+                QueryNicVportContextIn::set_vport_number(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -929,12 +929,13 @@ pub const QUERY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::ref
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b); u64::from(v
-                .allowed_list_type_raw()) }
+                | b, _ | { let v = QueryNicVportContextIn::new_unchecked(b);
+                u64::from(QueryNicVportContextIn::allowed_list_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b); v
-                .set_allowed_list_type_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = QueryNicVportContextIn::new_unchecked(b);
+                QueryNicVportContextIn::set_allowed_list_type_raw(& mut v, (x & 0x7) as
+                u8); }
             ),
         },
     ],
@@ -1054,12 +1055,12 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryNicVportContextOut::new_unchecked(b); u64::from(v
-                .status()) }
+                | b, _ | { let v = QueryNicVportContextOut::new_unchecked(b);
+                u64::from(QueryNicVportContextOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryNicVportContextOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = QueryNicVportContextOut::new_unchecked(b);
+                QueryNicVportContextOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1071,12 +1072,13 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QueryNicVportContextOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = QueryNicVportContextOut::new_unchecked(b);
+                u64::from(QueryNicVportContextOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QueryNicVportContextOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QueryNicVportContextOut::new_unchecked(b);
+                QueryNicVportContextOut::set_syndrome(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
     ],
@@ -1094,8 +1096,8 @@ pub const QUERY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::re
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = QueryNicVportContextOut::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.nic_vport_context(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = QueryNicVportContextOut::nic_vport_context(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -1738,12 +1740,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .min_wqe_inline_mode_raw()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::min_wqe_inline_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_min_wqe_inline_mode_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_min_wqe_inline_mode_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1755,12 +1757,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .disable_mc_local_lb()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::disable_mc_local_lb(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_disable_mc_local_lb(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_disable_mc_local_lb(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1772,12 +1774,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .disable_uc_local_lb()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::disable_uc_local_lb(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_disable_uc_local_lb(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_disable_uc_local_lb(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1789,12 +1791,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .roce_en()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::roce_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_roce_en(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_roce_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1806,12 +1808,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .arm_change_event()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::arm_change_event(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_arm_change_event(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_arm_change_event(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1823,12 +1825,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .event_on_mtu()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::event_on_mtu(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_event_on_mtu(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_event_on_mtu(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1840,12 +1842,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .event_on_promisc_change()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::event_on_promisc_change(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_event_on_promisc_change(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_event_on_promisc_change(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1857,12 +1859,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .event_on_vlan_change()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::event_on_vlan_change(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_event_on_vlan_change(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_event_on_vlan_change(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1874,12 +1876,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .event_on_mc_address_change()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::event_on_mc_address_change(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_event_on_mc_address_change(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_event_on_mc_address_change(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1891,12 +1893,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .event_on_uc_address_change()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::event_on_uc_address_change(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_event_on_uc_address_change(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_event_on_uc_address_change(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1908,12 +1910,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .vhca_id_type()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::vhca_id_type(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_vhca_id_type(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_vhca_id_type(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1925,12 +1927,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .affiliation_criteria()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::affiliation_criteria(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_affiliation_criteria((x & 0xf) as u8); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_affiliation_criteria(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1942,12 +1944,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .affiliated_vhca_id()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::affiliated_vhca_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_affiliated_vhca_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_affiliated_vhca_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1959,12 +1961,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .sd_group()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::sd_group(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_sd_group((x & 0x7) as u8); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_sd_group(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1976,12 +1978,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v.mtu())
-                }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::mtu(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v.set_mtu((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_mtu(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1993,12 +1995,13 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .system_image_guid()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::system_image_guid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_system_image_guid((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_system_image_guid(& mut v, (x & 0xffffffffffffffff)
+                as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2010,12 +2013,13 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .port_guid()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::port_guid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_port_guid((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_port_guid(& mut v, (x & 0xffffffffffffffff) as u64);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2027,12 +2031,13 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .node_guid()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::node_guid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_node_guid((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_node_guid(& mut v, (x & 0xffffffffffffffff) as u64);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2044,12 +2049,13 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .qkey_violation_counter()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::qkey_violation_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_qkey_violation_counter((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_qkey_violation_counter(& mut v, (x & 0xffff) as
+                u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2061,12 +2067,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .promisc_uc()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::promisc_uc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_promisc_uc(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_promisc_uc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2078,12 +2084,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .promisc_mc()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::promisc_mc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_promisc_mc(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_promisc_mc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2095,12 +2101,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .promisc_all()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::promisc_all(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_promisc_all(x & 1 != 0); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_promisc_all(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2118,12 +2124,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .allowed_list_type_raw()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::allowed_list_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_allowed_list_type_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_allowed_list_type_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2135,12 +2141,12 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = NicVportContext::new_unchecked(b); u64::from(v
-                .allowed_list_size()) }
+                | b, _ | { let v = NicVportContext::new_unchecked(b);
+                u64::from(NicVportContext::allowed_list_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = NicVportContext::new_unchecked(b); v
-                .set_allowed_list_size((x & 0xfff) as u16); }
+                | b, _, x | { let mut v = NicVportContext::new_unchecked(b);
+                NicVportContext::set_allowed_list_size(& mut v, (x & 0xfff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2152,13 +2158,14 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { NicVportContext::new_unchecked(b)
-                .current_uc_mac_address(i).map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 {
+                NicVportContext::current_uc_mac_address(&
+                NicVportContext::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
                 | b : & mut [u8], i : usize, x : u64 | { let _ =
-                NicVportContext::new_unchecked(b).set_current_uc_mac_address(i, (x &
-                0xffffffffffffffff) as u64); }
+                NicVportContext::set_current_uc_mac_address(& mut
+                NicVportContext::new_unchecked(b), i, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -2176,8 +2183,8 @@ pub const NIC_VPORT_CONTEXT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Lay
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 256 { return
                 None; } let v = NicVportContext::new_unchecked(b); if i != 0 { return
-                None; } let sub = v.permanent_address(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                None; } let sub = NicVportContext::permanent_address(& v); Some(sub
+                .storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2329,12 +2336,12 @@ pub const MAC_ADDRESS_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MacAddressLayout::new_unchecked(b); u64::from(v
-                .mac_addr_47_32()) }
+                | b, _ | { let v = MacAddressLayout::new_unchecked(b);
+                u64::from(MacAddressLayout::mac_addr_47_32(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MacAddressLayout::new_unchecked(b); v
-                .set_mac_addr_47_32((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = MacAddressLayout::new_unchecked(b);
+                MacAddressLayout::set_mac_addr_47_32(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2346,12 +2353,12 @@ pub const MAC_ADDRESS_LAYOUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = MacAddressLayout::new_unchecked(b); u64::from(v
-                .mac_addr_31_0()) }
+                | b, _ | { let v = MacAddressLayout::new_unchecked(b);
+                u64::from(MacAddressLayout::mac_addr_31_0(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = MacAddressLayout::new_unchecked(b); v
-                .set_mac_addr_31_0((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = MacAddressLayout::new_unchecked(b);
+                MacAddressLayout::set_mac_addr_31_0(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -2519,12 +2526,12 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b); u64::from(v
-                .opcode()) }
+                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b);
+                u64::from(ModifyNicVportContextIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b); v
-                .set_opcode((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b);
+                ModifyNicVportContextIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2536,12 +2543,12 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b); u64::from(v
-                .op_mod()) }
+                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b);
+                u64::from(ModifyNicVportContextIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b); v
-                .set_op_mod((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b);
+                ModifyNicVportContextIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2553,12 +2560,12 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b); u64::from(v
-                .other_vport()) }
+                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b);
+                u64::from(ModifyNicVportContextIn::other_vport(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b); v
-                .set_other_vport(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b);
+                ModifyNicVportContextIn::set_other_vport(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2570,12 +2577,13 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b); u64::from(v
-                .vport_number()) }
+                | b, _ | { let v = ModifyNicVportContextIn::new_unchecked(b);
+                u64::from(ModifyNicVportContextIn::vport_number(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b); v
-                .set_vport_number((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyNicVportContextIn::new_unchecked(b);
+                ModifyNicVportContextIn::set_vport_number(& mut v, (x & 0xffff) as u16);
+                }
             ),
         },
     ],
@@ -2595,8 +2603,8 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = ModifyNicVportContextIn::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.field_select(); Some(sub.storage().as_ptr() as
-                usize - b.as_ptr() as usize) }
+                return None; } let sub = ModifyNicVportContextIn::field_select(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2612,8 +2620,8 @@ pub const MODIFY_NIC_VPORT_CONTEXT_IN_ACCESS: rt::reflect::LayoutAccess = rt::re
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 512 { return
                 None; } let v = ModifyNicVportContextIn::new_unchecked(b); if i != 0 {
-                return None; } let sub = v.nic_vport_context(); Some(sub.storage()
-                .as_ptr() as usize - b.as_ptr() as usize) }
+                return None; } let sub = ModifyNicVportContextIn::nic_vport_context(& v);
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -2944,11 +2952,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.affiliation()) }
+                u64::from(ModifyNicVportFieldSelect::affiliation(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_affiliation(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_affiliation(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2961,11 +2969,12 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.disable_uc_local_lb()) }
+                u64::from(ModifyNicVportFieldSelect::disable_uc_local_lb(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_disable_uc_local_lb(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_disable_uc_local_lb(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2978,11 +2987,12 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.disable_mc_local_lb()) }
+                u64::from(ModifyNicVportFieldSelect::disable_mc_local_lb(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_disable_mc_local_lb(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_disable_mc_local_lb(& mut v, x & 1 != 0);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2995,11 +3005,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.node_guid()) }
+                u64::from(ModifyNicVportFieldSelect::node_guid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_node_guid(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_node_guid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3012,11 +3022,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.port_guid()) }
+                u64::from(ModifyNicVportFieldSelect::port_guid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_port_guid(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_port_guid(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3029,11 +3039,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.min_inline()) }
+                u64::from(ModifyNicVportFieldSelect::min_inline(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_min_inline(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_min_inline(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3046,11 +3056,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.mtu()) }
+                u64::from(ModifyNicVportFieldSelect::mtu(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_mtu(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_mtu(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3063,11 +3073,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.change_event()) }
+                u64::from(ModifyNicVportFieldSelect::change_event(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_change_event(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_change_event(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3080,11 +3090,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.promisc()) }
+                u64::from(ModifyNicVportFieldSelect::promisc(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_promisc(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_promisc(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3097,11 +3107,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.permanent_address()) }
+                u64::from(ModifyNicVportFieldSelect::permanent_address(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_permanent_address(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_permanent_address(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3114,11 +3124,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.addresses_list()) }
+                u64::from(ModifyNicVportFieldSelect::addresses_list(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_addresses_list(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_addresses_list(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3131,11 +3141,11 @@ pub const MODIFY_NIC_VPORT_FIELD_SELECT_ACCESS: rt::reflect::LayoutAccess = rt::
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportFieldSelect::new_unchecked(b);
-                u64::from(v.roce_en()) }
+                u64::from(ModifyNicVportFieldSelect::roce_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b); v
-                .set_roce_en(x & 1 != 0); }
+                | b, _, x | { let mut v = ModifyNicVportFieldSelect::new_unchecked(b);
+                ModifyNicVportFieldSelect::set_roce_en(& mut v, x & 1 != 0); }
             ),
         },
     ],
@@ -3228,11 +3238,11 @@ pub const MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportContextOut::new_unchecked(b);
-                u64::from(v.status()) }
+                u64::from(ModifyNicVportContextOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportContextOut::new_unchecked(b); v
-                .set_status((x & 0xff) as u8); }
+                | b, _, x | { let mut v = ModifyNicVportContextOut::new_unchecked(b);
+                ModifyNicVportContextOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3245,11 +3255,12 @@ pub const MODIFY_NIC_VPORT_CONTEXT_OUT_ACCESS: rt::reflect::LayoutAccess = rt::r
             readable: true,
             get: crate::__prm_accessor!(
                 | b, _ | { let v = ModifyNicVportContextOut::new_unchecked(b);
-                u64::from(v.syndrome()) }
+                u64::from(ModifyNicVportContextOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyNicVportContextOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ModifyNicVportContextOut::new_unchecked(b);
+                ModifyNicVportContextOut::set_syndrome(& mut v, (x & 0xffffffff) as u32);
+                }
             ),
         },
     ],

@@ -693,11 +693,12 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateSqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CreateSqIn::new_unchecked(b);
+                u64::from(CreateSqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b);
+                CreateSqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -709,11 +710,12 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateSqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateSqIn::new_unchecked(b);
+                u64::from(CreateSqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b);
+                CreateSqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -725,11 +727,12 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateSqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CreateSqIn::new_unchecked(b);
+                u64::from(CreateSqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateSqIn::new_unchecked(b);
+                CreateSqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -747,8 +750,8 @@ pub const CREATE_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = CreateSqIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = CreateSqIn::ctx(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -1297,11 +1300,11 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.rlky()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::rlky(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_rlky(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_rlky(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1313,11 +1316,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.cd_master()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::cd_master(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_cd_master(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_cd_master(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1329,10 +1333,11 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.fre()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::fre(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_fre(x & 1 != 0); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_fre(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1344,12 +1349,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
-                .flush_in_error_en()) }
+                | b, _ | { let v = Sqc::new_unchecked(b);
+                u64::from(Sqc::flush_in_error_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
-                .set_flush_in_error_en(x & 1 != 0); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b);
+                Sqc::set_flush_in_error_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1361,12 +1366,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
-                .allow_multi_pkt_send_wqe()) }
+                | b, _ | { let v = Sqc::new_unchecked(b);
+                u64::from(Sqc::allow_multi_pkt_send_wqe(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
-                .set_allow_multi_pkt_send_wqe(x & 1 != 0); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b);
+                Sqc::set_allow_multi_pkt_send_wqe(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1384,12 +1389,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
-                .min_wqe_inline_mode_raw()) }
+                | b, _ | { let v = Sqc::new_unchecked(b);
+                u64::from(Sqc::min_wqe_inline_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
-                .set_min_wqe_inline_mode_raw((x & 0x7) as u8); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b);
+                Sqc::set_min_wqe_inline_mode_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1407,11 +1412,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.state_raw()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::state_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_state_raw((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_state_raw(& mut
+                v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1423,11 +1429,11 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.reg_umr()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::reg_umr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_reg_umr(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_reg_umr(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1439,11 +1445,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.allow_swp()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::allow_swp(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_allow_swp(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_allow_swp(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1455,11 +1462,11 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.hairpin()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::hairpin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_hairpin(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_hairpin(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1471,11 +1478,11 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.non_wire()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::non_wire(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_non_wire(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_non_wire(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1493,11 +1500,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.ts_format_raw()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::ts_format_raw(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_ts_format_raw((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_ts_format_raw(&
+                mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1509,11 +1517,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.user_index()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::user_index(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_user_index((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_user_index(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1525,11 +1534,11 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.cqn()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::cqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_cqn((x & 0xffffff)
-                as u32); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_cqn(& mut v, (x
+                & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1541,12 +1550,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.hairpin_peer_rq())
-                }
+                | b, _ | { let v = Sqc::new_unchecked(b);
+                u64::from(Sqc::hairpin_peer_rq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_hairpin_peer_rq((x
-                & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b);
+                Sqc::set_hairpin_peer_rq(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1558,12 +1567,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
-                .hairpin_peer_vhca()) }
+                | b, _ | { let v = Sqc::new_unchecked(b);
+                u64::from(Sqc::hairpin_peer_vhca(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
-                .set_hairpin_peer_vhca((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b);
+                Sqc::set_hairpin_peer_vhca(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1575,12 +1584,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
-                .ts_cqe_to_dest_cqn()) }
+                | b, _ | { let v = Sqc::new_unchecked(b);
+                u64::from(Sqc::ts_cqe_to_dest_cqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
-                .set_ts_cqe_to_dest_cqn((x & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b);
+                Sqc::set_ts_cqe_to_dest_cqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1592,12 +1601,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
-                .packet_pacing_rate_limit_index()) }
+                | b, _ | { let v = Sqc::new_unchecked(b);
+                u64::from(Sqc::packet_pacing_rate_limit_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
-                .set_packet_pacing_rate_limit_index((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b);
+                Sqc::set_packet_pacing_rate_limit_index(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1609,11 +1618,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.tis_lst_sz()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::tis_lst_sz(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_tis_lst_sz((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_tis_lst_sz(&
+                mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1625,12 +1635,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v
-                .qos_queue_group_id()) }
+                | b, _ | { let v = Sqc::new_unchecked(b);
+                u64::from(Sqc::qos_queue_group_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v
-                .set_qos_queue_group_id((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b);
+                Sqc::set_qos_queue_group_id(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1642,11 +1652,12 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(v.tis_num_0()) }
+                | b, _ | { let v = Sqc::new_unchecked(b); u64::from(Sqc::tis_num_0(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Sqc::new_unchecked(b); v.set_tis_num_0((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Sqc::new_unchecked(b); Sqc::set_tis_num_0(& mut
+                v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -1664,7 +1675,8 @@ pub const SQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
                 None; } let v = Sqc::new_unchecked(b); if i != 0 { return None; } let sub
-                = v.wq(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                = Sqc::wq(& v); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
             ),
         },
     ],
@@ -2543,11 +2555,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_type_raw()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::wq_type_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_type_raw((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_wq_type_raw(& mut
+                v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2559,11 +2572,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_signature()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::wq_signature(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_signature(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_wq_signature(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2581,12 +2595,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .end_padding_mode_raw()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::end_padding_mode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_end_padding_mode_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_end_padding_mode_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2598,11 +2612,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.cd_slave()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::cd_slave(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_cd_slave(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_cd_slave(& mut v,
+                x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2614,12 +2628,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .hds_skip_first_sge()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::hds_skip_first_sge(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_hds_skip_first_sge(x & 1 != 0); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_hds_skip_first_sge(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2631,12 +2645,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.log2_hds_buf_size())
-                }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log2_hds_buf_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log2_hds_buf_size((x & 0x7) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log2_hds_buf_size(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2648,11 +2662,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.page_offset()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::page_offset(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_page_offset((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_page_offset(& mut
+                v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2664,11 +2679,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.lwm()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::lwm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_lwm((x & 0xffff) as
-                u16); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_lwm(& mut v, (x &
+                0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2680,11 +2695,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.pd()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::pd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_pd((x & 0xffffff)
-                as u32); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_pd(& mut v, (x &
+                0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2696,11 +2711,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.uar_page()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::uar_page(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_uar_page((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_uar_page(& mut v,
+                (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2712,11 +2727,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.dbr_addr()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::dbr_addr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_dbr_addr((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_dbr_addr(& mut v,
+                (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2728,11 +2743,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.hw_counter()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::hw_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_hw_counter((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_hw_counter(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2744,11 +2759,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.sw_counter()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::sw_counter(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_sw_counter((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_sw_counter(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2760,11 +2775,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.log_wq_stride()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::log_wq_stride(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_log_wq_stride((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_log_wq_stride(&
+                mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2776,11 +2792,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.log_wq_pg_sz()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::log_wq_pg_sz(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_log_wq_pg_sz((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_log_wq_pg_sz(&
+                mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2792,11 +2809,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.log_wq_sz()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::log_wq_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_log_wq_sz((x &
-                0x1f) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_log_wq_sz(& mut
+                v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2808,11 +2825,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.dbr_umem_valid()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::dbr_umem_valid(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_dbr_umem_valid(x &
-                1 != 0); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_dbr_umem_valid(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2824,11 +2842,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_umem_valid()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::wq_umem_valid(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_umem_valid(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_wq_umem_valid(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2840,12 +2859,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .log_hairpin_num_packets()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log_hairpin_num_packets(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log_hairpin_num_packets((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log_hairpin_num_packets(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2857,12 +2876,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .log_hairpin_data_sz()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log_hairpin_data_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log_hairpin_data_sz((x & 0x1f) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log_hairpin_data_sz(& mut v, (x & 0x1f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2874,12 +2893,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .log_wqe_num_of_strides()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log_wqe_num_of_strides(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log_wqe_num_of_strides((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log_wqe_num_of_strides(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2891,12 +2910,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.two_byte_shift_en())
-                }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::two_byte_shift_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_two_byte_shift_en(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_two_byte_shift_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2908,12 +2927,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .log_wqe_stride_size()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log_wqe_stride_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log_wqe_stride_size((x & 0x7) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log_wqe_stride_size(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2925,11 +2944,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.dbr_umem_id()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::dbr_umem_id(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_dbr_umem_id((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_dbr_umem_id(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2941,11 +2961,11 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_umem_id()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::wq_umem_id(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_umem_id((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_wq_umem_id(& mut
+                v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2957,11 +2977,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.wq_umem_offset()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::wq_umem_offset(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_wq_umem_offset((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_wq_umem_offset(&
+                mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2973,11 +2994,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.headers_mkey()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::headers_mkey(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_headers_mkey((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_headers_mkey(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2989,11 +3011,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v.shampo_enable()) }
+                | b, _ | { let v = Wq::new_unchecked(b); u64::from(Wq::shampo_enable(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v.set_shampo_enable(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b); Wq::set_shampo_enable(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3005,12 +3028,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .log_reservation_size()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log_reservation_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log_reservation_size((x & 0x7) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log_reservation_size(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3022,12 +3045,13 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .log_max_num_of_packets_per_reservation()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log_max_num_of_packets_per_reservation(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log_max_num_of_packets_per_reservation((x & 0x7) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log_max_num_of_packets_per_reservation(& mut v, (x & 0x7) as u8);
+                }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3039,12 +3063,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .log_headers_entry_size()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log_headers_entry_size(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log_headers_entry_size((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log_headers_entry_size(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3056,12 +3080,12 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Wq::new_unchecked(b); u64::from(v
-                .log_headers_buffer_entry_num()) }
+                | b, _ | { let v = Wq::new_unchecked(b);
+                u64::from(Wq::log_headers_buffer_entry_num(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Wq::new_unchecked(b); v
-                .set_log_headers_buffer_entry_num((x & 0xf) as u8); }
+                | b, _, x | { let mut v = Wq::new_unchecked(b);
+                Wq::set_log_headers_buffer_entry_num(& mut v, (x & 0xf) as u8); }
             ),
         },
     ],
@@ -3078,8 +3102,8 @@ pub const WQ_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             runs_on: false,
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 192 { return
-                None; } let v = Wq::new_unchecked(b); let sub = v.pas(i) ?; Some(sub
-                .storage().as_ptr() as usize - b.as_ptr() as usize) }
+                None; } let v = Wq::new_unchecked(b); let sub = Wq::pas(& v, i) ?;
+                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -3216,11 +3240,12 @@ pub const CMD_PAS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdPas::new_unchecked(b); u64::from(v.pa_h()) }
+                | b, _ | { let v = CmdPas::new_unchecked(b); u64::from(CmdPas::pa_h(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdPas::new_unchecked(b); v.set_pa_h((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = CmdPas::new_unchecked(b); CmdPas::set_pa_h(&
+                mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3232,11 +3257,12 @@ pub const CMD_PAS_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess 
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CmdPas::new_unchecked(b); u64::from(v.pa_l()) }
+                | b, _ | { let v = CmdPas::new_unchecked(b); u64::from(CmdPas::pa_l(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CmdPas::new_unchecked(b); v.set_pa_l((x &
-                0xfffff) as u32); }
+                | b, _, x | { let mut v = CmdPas::new_unchecked(b); CmdPas::set_pa_l(&
+                mut v, (x & 0xfffff) as u32); }
             ),
         },
     ],
@@ -3348,11 +3374,12 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateSqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = CreateSqOut::new_unchecked(b);
+                u64::from(CreateSqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b);
+                CreateSqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3364,12 +3391,12 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateSqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = CreateSqOut::new_unchecked(b);
+                u64::from(CreateSqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b);
+                CreateSqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3381,11 +3408,12 @@ pub const CREATE_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateSqOut::new_unchecked(b); u64::from(v.sqn()) }
+                | b, _ | { let v = CreateSqOut::new_unchecked(b);
+                u64::from(CreateSqOut::sqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b); v.set_sqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateSqOut::new_unchecked(b);
+                CreateSqOut::set_sqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -3581,11 +3609,12 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = ModifySqIn::new_unchecked(b);
+                u64::from(ModifySqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b);
+                ModifySqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3597,11 +3626,12 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = ModifySqIn::new_unchecked(b);
+                u64::from(ModifySqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b);
+                ModifySqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3613,11 +3643,12 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = ModifySqIn::new_unchecked(b);
+                u64::from(ModifySqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b);
+                ModifySqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3635,12 +3666,12 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v
-                .sq_state_raw()) }
+                | b, _ | { let v = ModifySqIn::new_unchecked(b);
+                u64::from(ModifySqIn::sq_state_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v
-                .set_sq_state_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b);
+                ModifySqIn::set_sq_state_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3652,11 +3683,12 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v.sqn()) }
+                | b, _ | { let v = ModifySqIn::new_unchecked(b);
+                u64::from(ModifySqIn::sqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v.set_sqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b);
+                ModifySqIn::set_sqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3668,12 +3700,13 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifySqIn::new_unchecked(b); u64::from(v
-                .modify_bitmask()) }
+                | b, _ | { let v = ModifySqIn::new_unchecked(b);
+                u64::from(ModifySqIn::modify_bitmask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b); v
-                .set_modify_bitmask((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = ModifySqIn::new_unchecked(b);
+                ModifySqIn::set_modify_bitmask(& mut v, (x & 0xffffffffffffffff) as u64);
+                }
             ),
         },
     ],
@@ -3691,8 +3724,8 @@ pub const MODIFY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = ModifySqIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = ModifySqIn::ctx(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -3786,11 +3819,12 @@ pub const MODIFY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifySqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = ModifySqOut::new_unchecked(b);
+                u64::from(ModifySqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifySqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = ModifySqOut::new_unchecked(b);
+                ModifySqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3802,12 +3836,12 @@ pub const MODIFY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifySqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = ModifySqOut::new_unchecked(b);
+                u64::from(ModifySqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifySqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ModifySqOut::new_unchecked(b);
+                ModifySqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -3937,11 +3971,12 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroySqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = DestroySqIn::new_unchecked(b);
+                u64::from(DestroySqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b);
+                DestroySqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3953,11 +3988,12 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroySqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DestroySqIn::new_unchecked(b);
+                u64::from(DestroySqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b);
+                DestroySqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3969,11 +4005,12 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroySqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = DestroySqIn::new_unchecked(b);
+                u64::from(DestroySqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b);
+                DestroySqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -3985,11 +4022,12 @@ pub const DESTROY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroySqIn::new_unchecked(b); u64::from(v.sqn()) }
+                | b, _ | { let v = DestroySqIn::new_unchecked(b);
+                u64::from(DestroySqIn::sqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b); v.set_sqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroySqIn::new_unchecked(b);
+                DestroySqIn::set_sqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4078,12 +4116,12 @@ pub const DESTROY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroySqOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DestroySqOut::new_unchecked(b);
+                u64::from(DestroySqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroySqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroySqOut::new_unchecked(b);
+                DestroySqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4095,12 +4133,12 @@ pub const DESTROY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroySqOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroySqOut::new_unchecked(b);
+                u64::from(DestroySqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroySqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroySqOut::new_unchecked(b);
+                DestroySqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -4209,11 +4247,12 @@ pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = QuerySqIn::new_unchecked(b);
+                u64::from(QuerySqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b);
+                QuerySqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4225,11 +4264,12 @@ pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = QuerySqIn::new_unchecked(b);
+                u64::from(QuerySqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b);
+                QuerySqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4241,11 +4281,12 @@ pub const QUERY_SQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySqIn::new_unchecked(b); u64::from(v.sqn()) }
+                | b, _ | { let v = QuerySqIn::new_unchecked(b);
+                u64::from(QuerySqIn::sqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b); v.set_sqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = QuerySqIn::new_unchecked(b);
+                QuerySqIn::set_sqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -4351,11 +4392,12 @@ pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = QuerySqOut::new_unchecked(b);
+                u64::from(QuerySqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySqOut::new_unchecked(b); v.set_status((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = QuerySqOut::new_unchecked(b);
+                QuerySqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4367,12 +4409,12 @@ pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = QuerySqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = QuerySqOut::new_unchecked(b);
+                u64::from(QuerySqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = QuerySqOut::new_unchecked(b); v.set_syndrome((x
-                & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = QuerySqOut::new_unchecked(b);
+                QuerySqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -4390,8 +4432,8 @@ pub const QUERY_SQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = QuerySqOut::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.sq_context(); Some(sub.storage().as_ptr() as usize - b
-                .as_ptr() as usize) }
+                let sub = QuerySqOut::sq_context(& v); Some(sub.storage().as_ptr() as
+                usize - b.as_ptr() as usize) }
             ),
         },
     ],
@@ -4520,11 +4562,12 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = CreateRqIn::new_unchecked(b);
+                u64::from(CreateRqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b);
+                CreateRqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4536,11 +4579,12 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = CreateRqIn::new_unchecked(b);
+                u64::from(CreateRqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b);
+                CreateRqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -4552,11 +4596,12 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = CreateRqIn::new_unchecked(b);
+                u64::from(CreateRqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = CreateRqIn::new_unchecked(b);
+                CreateRqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -4574,8 +4619,8 @@ pub const CREATE_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = CreateRqIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = CreateRqIn::ctx(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -5121,11 +5166,11 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.rlky()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::rlky(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_rlky(x & 1 != 0);
-                }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_rlky(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5137,11 +5182,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.delay_drop_en()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::delay_drop_en(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_delay_drop_en(x &
-                1 != 0); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_delay_drop_en(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5153,11 +5199,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.scatter_fcs()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::scatter_fcs(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_scatter_fcs(x & 1
-                != 0); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_scatter_fcs(&
+                mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5169,10 +5216,11 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.vsd()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::vsd(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_vsd(x & 1 != 0); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_vsd(& mut v, x
+                & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5190,12 +5238,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.mem_rq_type_raw())
-                }
+                | b, _ | { let v = Rqc::new_unchecked(b);
+                u64::from(Rqc::mem_rq_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_mem_rq_type_raw((x
-                & 0xf) as u8); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b);
+                Rqc::set_mem_rq_type_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5213,11 +5261,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.state_raw()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::state_raw(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_state_raw((x &
-                0xf) as u8); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_state_raw(& mut
+                v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5229,12 +5278,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
-                .flush_in_error_en()) }
+                | b, _ | { let v = Rqc::new_unchecked(b);
+                u64::from(Rqc::flush_in_error_en(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
-                .set_flush_in_error_en(x & 1 != 0); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b);
+                Rqc::set_flush_in_error_en(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5246,11 +5295,11 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.hairpin()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::hairpin(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_hairpin(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_hairpin(& mut
+                v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5268,11 +5317,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.ts_format_raw()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::ts_format_raw(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_ts_format_raw((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_ts_format_raw(&
+                mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5284,11 +5334,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.user_index()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::user_index(& v))
+                }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_user_index((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_user_index(&
+                mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5300,11 +5351,11 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.cqn()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::cqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_cqn((x & 0xffffff)
-                as u32); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_cqn(& mut v, (x
+                & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5316,11 +5367,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.counter_set_id()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::counter_set_id(&
+                v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_counter_set_id((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b);
+                Rqc::set_counter_set_id(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5332,11 +5384,11 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.rmpn()) }
+                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(Rqc::rmpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_rmpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b); Rqc::set_rmpn(& mut v,
+                (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5348,12 +5400,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v.hairpin_peer_sq())
-                }
+                | b, _ | { let v = Rqc::new_unchecked(b);
+                u64::from(Rqc::hairpin_peer_sq(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v.set_hairpin_peer_sq((x
-                & 0xffffff) as u32); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b);
+                Rqc::set_hairpin_peer_sq(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5365,12 +5417,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
-                .hairpin_peer_vhca()) }
+                | b, _ | { let v = Rqc::new_unchecked(b);
+                u64::from(Rqc::hairpin_peer_vhca(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
-                .set_hairpin_peer_vhca((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b);
+                Rqc::set_hairpin_peer_vhca(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5388,12 +5440,13 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
-                .shampo_no_match_alignment_granularity_raw()) }
+                | b, _ | { let v = Rqc::new_unchecked(b);
+                u64::from(Rqc::shampo_no_match_alignment_granularity_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
-                .set_shampo_no_match_alignment_granularity_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b);
+                Rqc::set_shampo_no_match_alignment_granularity_raw(& mut v, (x & 0x3) as
+                u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5411,12 +5464,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
-                .shampo_match_criteria_type_raw()) }
+                | b, _ | { let v = Rqc::new_unchecked(b);
+                u64::from(Rqc::shampo_match_criteria_type_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
-                .set_shampo_match_criteria_type_raw((x & 0x3) as u8); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b);
+                Rqc::set_shampo_match_criteria_type_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5428,12 +5481,12 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = Rqc::new_unchecked(b); u64::from(v
-                .reservation_timeout()) }
+                | b, _ | { let v = Rqc::new_unchecked(b);
+                u64::from(Rqc::reservation_timeout(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = Rqc::new_unchecked(b); v
-                .set_reservation_timeout((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = Rqc::new_unchecked(b);
+                Rqc::set_reservation_timeout(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -5451,7 +5504,8 @@ pub const RQC_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess {
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 240 { return
                 None; } let v = Rqc::new_unchecked(b); if i != 0 { return None; } let sub
-                = v.wq(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                = Rqc::wq(& v); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
+                usize) }
             ),
         },
     ],
@@ -5575,11 +5629,12 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = CreateRqOut::new_unchecked(b);
+                u64::from(CreateRqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b);
+                CreateRqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5591,12 +5646,12 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = CreateRqOut::new_unchecked(b);
+                u64::from(CreateRqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b);
+                CreateRqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5608,11 +5663,12 @@ pub const CREATE_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = CreateRqOut::new_unchecked(b); u64::from(v.rqn()) }
+                | b, _ | { let v = CreateRqOut::new_unchecked(b);
+                u64::from(CreateRqOut::rqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b); v.set_rqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = CreateRqOut::new_unchecked(b);
+                CreateRqOut::set_rqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -5808,11 +5864,12 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b);
+                u64::from(ModifyRqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v.set_opcode((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b);
+                ModifyRqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5824,11 +5881,12 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b);
+                u64::from(ModifyRqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b);
+                ModifyRqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5840,11 +5898,12 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b);
+                u64::from(ModifyRqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v.set_op_mod((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b);
+                ModifyRqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5862,12 +5921,12 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v
-                .rq_state_raw()) }
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b);
+                u64::from(ModifyRqIn::rq_state_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v
-                .set_rq_state_raw((x & 0xf) as u8); }
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b);
+                ModifyRqIn::set_rq_state_raw(& mut v, (x & 0xf) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5879,11 +5938,12 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v.rqn()) }
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b);
+                u64::from(ModifyRqIn::rqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v.set_rqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b);
+                ModifyRqIn::set_rqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -5895,12 +5955,13 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqIn::new_unchecked(b); u64::from(v
-                .modify_bitmask()) }
+                | b, _ | { let v = ModifyRqIn::new_unchecked(b);
+                u64::from(ModifyRqIn::modify_bitmask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b); v
-                .set_modify_bitmask((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = ModifyRqIn::new_unchecked(b);
+                ModifyRqIn::set_modify_bitmask(& mut v, (x & 0xffffffffffffffff) as u64);
+                }
             ),
         },
     ],
@@ -5918,8 +5979,8 @@ pub const MODIFY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 272 { return
                 None; } let v = ModifyRqIn::new_unchecked(b); if i != 0 { return None; }
-                let sub = v.ctx(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                let sub = ModifyRqIn::ctx(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
@@ -6013,11 +6074,12 @@ pub const MODIFY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqOut::new_unchecked(b); u64::from(v.status()) }
+                | b, _ | { let v = ModifyRqOut::new_unchecked(b);
+                u64::from(ModifyRqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = ModifyRqOut::new_unchecked(b);
+                ModifyRqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6029,12 +6091,12 @@ pub const MODIFY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = ModifyRqOut::new_unchecked(b); u64::from(v.syndrome())
-                }
+                | b, _ | { let v = ModifyRqOut::new_unchecked(b);
+                u64::from(ModifyRqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = ModifyRqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = ModifyRqOut::new_unchecked(b);
+                ModifyRqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -6164,11 +6226,12 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqIn::new_unchecked(b); u64::from(v.opcode()) }
+                | b, _ | { let v = DestroyRqIn::new_unchecked(b);
+                u64::from(DestroyRqIn::opcode(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b); v.set_opcode((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b);
+                DestroyRqIn::set_opcode(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6180,11 +6243,12 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqIn::new_unchecked(b); u64::from(v.uid()) }
+                | b, _ | { let v = DestroyRqIn::new_unchecked(b);
+                u64::from(DestroyRqIn::uid(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b); v.set_uid((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b);
+                DestroyRqIn::set_uid(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6196,11 +6260,12 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqIn::new_unchecked(b); u64::from(v.op_mod()) }
+                | b, _ | { let v = DestroyRqIn::new_unchecked(b);
+                u64::from(DestroyRqIn::op_mod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b); v.set_op_mod((x
-                & 0xffff) as u16); }
+                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b);
+                DestroyRqIn::set_op_mod(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6212,11 +6277,12 @@ pub const DESTROY_RQ_IN_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqIn::new_unchecked(b); u64::from(v.rqn()) }
+                | b, _ | { let v = DestroyRqIn::new_unchecked(b);
+                u64::from(DestroyRqIn::rqn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b); v.set_rqn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = DestroyRqIn::new_unchecked(b);
+                DestroyRqIn::set_rqn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
     ],
@@ -6305,12 +6371,12 @@ pub const DESTROY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqOut::new_unchecked(b); u64::from(v.status())
-                }
+                | b, _ | { let v = DestroyRqOut::new_unchecked(b);
+                u64::from(DestroyRqOut::status(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqOut::new_unchecked(b); v.set_status((x
-                & 0xff) as u8); }
+                | b, _, x | { let mut v = DestroyRqOut::new_unchecked(b);
+                DestroyRqOut::set_status(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -6322,12 +6388,12 @@ pub const DESTROY_RQ_OUT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = DestroyRqOut::new_unchecked(b); u64::from(v
-                .syndrome()) }
+                | b, _ | { let v = DestroyRqOut::new_unchecked(b);
+                u64::from(DestroyRqOut::syndrome(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = DestroyRqOut::new_unchecked(b); v
-                .set_syndrome((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = DestroyRqOut::new_unchecked(b);
+                DestroyRqOut::set_syndrome(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],

@@ -641,11 +641,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.opmod()) }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::opmod(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_opmod((x &
-                0xff) as u8); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_opmod(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -657,12 +658,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.wqe_index())
-                }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::wqe_index(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v
-                .set_wqe_index((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_wqe_index(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -680,12 +681,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v
-                .opcode_raw()) }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::opcode_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v
-                .set_opcode_raw((x & 0xff) as u8); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_opcode_raw(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -697,11 +698,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.qpn()) }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::qpn(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_qpn((x &
-                0xffffff) as u32); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_qpn(& mut v, (x & 0xffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -713,11 +715,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.ds()) }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::ds(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_ds((x &
-                0x3f) as u8); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_ds(& mut v, (x & 0x3f) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -729,12 +732,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.signature())
-                }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::signature(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v
-                .set_signature((x & 0xff) as u8); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_signature(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -752,11 +755,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.fm_raw()) }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::fm_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_fm_raw((x &
-                0x7) as u8); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_fm_raw(& mut v, (x & 0x7) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -774,11 +778,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             },
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.ce_raw()) }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::ce_raw(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_ce_raw((x &
-                0x3) as u8); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_ce_raw(& mut v, (x & 0x3) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -790,11 +795,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.se()) }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::se(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_se(x & 1 !=
-                0); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_se(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -806,11 +812,12 @@ pub const WQE_CTRL_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b); u64::from(v.imm()) }
+                | b, _ | { let v = WqeCtrlSeg::new_unchecked(b);
+                u64::from(WqeCtrlSeg::imm(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b); v.set_imm((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = WqeCtrlSeg::new_unchecked(b);
+                WqeCtrlSeg::set_imm(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1149,12 +1156,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .swp_outer_l4_offset()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::swp_outer_l4_offset(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_swp_outer_l4_offset((x & 0xff) as u8); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_swp_outer_l4_offset(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1166,12 +1173,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .swp_outer_l3_offset()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::swp_outer_l3_offset(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_swp_outer_l3_offset((x & 0xff) as u8); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_swp_outer_l3_offset(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1183,12 +1190,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .swp_inner_l4_offset()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::swp_inner_l4_offset(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_swp_inner_l4_offset((x & 0xff) as u8); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_swp_inner_l4_offset(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1200,12 +1207,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .swp_inner_l3_offset()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::swp_inner_l3_offset(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_swp_inner_l3_offset((x & 0xff) as u8); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_swp_inner_l3_offset(& mut v, (x & 0xff) as u8); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1217,11 +1224,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v.l4_csum()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::l4_csum(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v.set_l4_csum(x &
-                1 != 0); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_l4_csum(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1233,11 +1241,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v.l3_csum()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::l3_csum(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v.set_l3_csum(x &
-                1 != 0); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_l3_csum(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1249,12 +1258,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .l4_inner_csum()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::l4_inner_csum(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_l4_inner_csum(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_l4_inner_csum(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1266,12 +1275,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .l3_inner_csum()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::l3_inner_csum(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_l3_inner_csum(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_l3_inner_csum(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1283,12 +1292,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .swp_outer_l4_udp()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::swp_outer_l4_udp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_swp_outer_l4_udp(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_swp_outer_l4_udp(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1300,12 +1309,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .swp_outer_l3_ipv6()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::swp_outer_l3_ipv6(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_swp_outer_l3_ipv6(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_swp_outer_l3_ipv6(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1317,12 +1326,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .swp_inner_l4_udp()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::swp_inner_l4_udp(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_swp_inner_l4_udp(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_swp_inner_l4_udp(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1334,12 +1343,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .swp_inner_l3_ipv6()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::swp_inner_l3_ipv6(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_swp_inner_l3_ipv6(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_swp_inner_l3_ipv6(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1351,11 +1360,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v.mss()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::mss(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v.set_mss((x &
-                0xffff) as u16); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_mss(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1367,12 +1377,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .flow_table_metadata()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::flow_table_metadata(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_flow_table_metadata((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_flow_table_metadata(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1384,12 +1394,12 @@ pub const WQE_ETH_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAcc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSeg::new_unchecked(b); u64::from(v
-                .inline_hdr_sz()) }
+                | b, _ | { let v = WqeEthSeg::new_unchecked(b);
+                u64::from(WqeEthSeg::inline_hdr_sz(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b); v
-                .set_inline_hdr_sz((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = WqeEthSeg::new_unchecked(b);
+                WqeEthSeg::set_inline_hdr_sz(& mut v, (x & 0xffff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1528,12 +1538,12 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b); u64::from(v
-                .insert_vlan()) }
+                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b);
+                u64::from(WqeEthSegInsert::insert_vlan(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b); v
-                .set_insert_vlan(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b);
+                WqeEthSegInsert::set_insert_vlan(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1545,12 +1555,12 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b); u64::from(v
-                .insert_trailer()) }
+                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b);
+                u64::from(WqeEthSegInsert::insert_trailer(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b); v
-                .set_insert_trailer(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b);
+                WqeEthSegInsert::set_insert_trailer(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1562,12 +1572,12 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b); u64::from(v
-                .svlan()) }
+                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b);
+                u64::from(WqeEthSegInsert::svlan(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b); v
-                .set_svlan(x & 1 != 0); }
+                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b);
+                WqeEthSegInsert::set_svlan(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1579,12 +1589,12 @@ pub const WQE_ETH_SEG_INSERT_ACCESS: rt::reflect::LayoutAccess = rt::reflect::La
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b); u64::from(v
-                .vlan_tci()) }
+                | b, _ | { let v = WqeEthSegInsert::new_unchecked(b);
+                u64::from(WqeEthSegInsert::vlan_tci(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b); v
-                .set_vlan_tci((x & 0xffff) as u16); }
+                | b, _, x | { let mut v = WqeEthSegInsert::new_unchecked(b);
+                WqeEthSegInsert::set_vlan_tci(& mut v, (x & 0xffff) as u16); }
             ),
         },
     ],
@@ -1689,12 +1699,12 @@ pub const WQE_DATA_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeDataSeg::new_unchecked(b); u64::from(v
-                .byte_count()) }
+                | b, _ | { let v = WqeDataSeg::new_unchecked(b);
+                u64::from(WqeDataSeg::byte_count(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b); v
-                .set_byte_count((x & 0xffffffff) as u32); }
+                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b);
+                WqeDataSeg::set_byte_count(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1706,11 +1716,12 @@ pub const WQE_DATA_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeDataSeg::new_unchecked(b); u64::from(v.lkey()) }
+                | b, _ | { let v = WqeDataSeg::new_unchecked(b);
+                u64::from(WqeDataSeg::lkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b); v.set_lkey((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b);
+                WqeDataSeg::set_lkey(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1722,11 +1733,12 @@ pub const WQE_DATA_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAc
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeDataSeg::new_unchecked(b); u64::from(v.addr()) }
+                | b, _ | { let v = WqeDataSeg::new_unchecked(b);
+                u64::from(WqeDataSeg::addr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b); v.set_addr((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = WqeDataSeg::new_unchecked(b);
+                WqeDataSeg::set_addr(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -1819,11 +1831,12 @@ pub const WQE_RADDR_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeRaddrSeg::new_unchecked(b); u64::from(v.raddr()) }
+                | b, _ | { let v = WqeRaddrSeg::new_unchecked(b);
+                u64::from(WqeRaddrSeg::raddr(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeRaddrSeg::new_unchecked(b); v.set_raddr((x &
-                0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = WqeRaddrSeg::new_unchecked(b);
+                WqeRaddrSeg::set_raddr(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1835,11 +1848,12 @@ pub const WQE_RADDR_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutA
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeRaddrSeg::new_unchecked(b); u64::from(v.rkey()) }
+                | b, _ | { let v = WqeRaddrSeg::new_unchecked(b);
+                u64::from(WqeRaddrSeg::rkey(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeRaddrSeg::new_unchecked(b); v.set_rkey((x &
-                0xffffffff) as u32); }
+                | b, _, x | { let mut v = WqeRaddrSeg::new_unchecked(b);
+                WqeRaddrSeg::set_rkey(& mut v, (x & 0xffffffff) as u32); }
             ),
         },
     ],
@@ -1932,12 +1946,12 @@ pub const WQE_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeAtomicSeg::new_unchecked(b); u64::from(v
-                .swap_add()) }
+                | b, _ | { let v = WqeAtomicSeg::new_unchecked(b);
+                u64::from(WqeAtomicSeg::swap_add(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeAtomicSeg::new_unchecked(b); v
-                .set_swap_add((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = WqeAtomicSeg::new_unchecked(b);
+                WqeAtomicSeg::set_swap_add(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -1949,12 +1963,12 @@ pub const WQE_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeAtomicSeg::new_unchecked(b); u64::from(v.compare())
-                }
+                | b, _ | { let v = WqeAtomicSeg::new_unchecked(b);
+                u64::from(WqeAtomicSeg::compare(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeAtomicSeg::new_unchecked(b); v
-                .set_compare((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = WqeAtomicSeg::new_unchecked(b);
+                WqeAtomicSeg::set_compare(& mut v, (x & 0xffffffffffffffff) as u64); }
             ),
         },
     ],
@@ -2082,12 +2096,13 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b); u64::from(v
-                .swap_add()) }
+                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b);
+                u64::from(WqeMaskedAtomicSeg::swap_add(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b); v
-                .set_swap_add((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b);
+                WqeMaskedAtomicSeg::set_swap_add(& mut v, (x & 0xffffffffffffffff) as
+                u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2099,12 +2114,13 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b); u64::from(v
-                .compare()) }
+                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b);
+                u64::from(WqeMaskedAtomicSeg::compare(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b); v
-                .set_compare((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b);
+                WqeMaskedAtomicSeg::set_compare(& mut v, (x & 0xffffffffffffffff) as
+                u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2116,12 +2132,13 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b); u64::from(v
-                .swap_add_mask()) }
+                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b);
+                u64::from(WqeMaskedAtomicSeg::swap_add_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b); v
-                .set_swap_add_mask((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b);
+                WqeMaskedAtomicSeg::set_swap_add_mask(& mut v, (x & 0xffffffffffffffff)
+                as u64); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2133,12 +2150,13 @@ pub const WQE_MASKED_ATOMIC_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect:
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b); u64::from(v
-                .compare_mask()) }
+                | b, _ | { let v = WqeMaskedAtomicSeg::new_unchecked(b);
+                u64::from(WqeMaskedAtomicSeg::compare_mask(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b); v
-                .set_compare_mask((x & 0xffffffffffffffff) as u64); }
+                | b, _, x | { let mut v = WqeMaskedAtomicSeg::new_unchecked(b);
+                WqeMaskedAtomicSeg::set_compare_mask(& mut v, (x & 0xffffffffffffffff) as
+                u64); }
             ),
         },
     ],
@@ -2289,12 +2307,12 @@ pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Flag,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeInlineSeg::new_unchecked(b); u64::from(v.inline())
-                }
+                | b, _ | { let v = WqeInlineSeg::new_unchecked(b);
+                u64::from(WqeInlineSeg::inline(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeInlineSeg::new_unchecked(b); v.set_inline(x
-                & 1 != 0); }
+                | b, _, x | { let mut v = WqeInlineSeg::new_unchecked(b);
+                WqeInlineSeg::set_inline(& mut v, x & 1 != 0); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2306,12 +2324,12 @@ pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b, _ | { let v = WqeInlineSeg::new_unchecked(b); u64::from(v
-                .byte_count()) }
+                | b, _ | { let v = WqeInlineSeg::new_unchecked(b);
+                u64::from(WqeInlineSeg::byte_count(& v)) }
             ),
             set: crate::__prm_accessor!(
-                | b, _, x | { let mut v = WqeInlineSeg::new_unchecked(b); v
-                .set_byte_count((x & 0x3ff) as u16); }
+                | b, _, x | { let mut v = WqeInlineSeg::new_unchecked(b);
+                WqeInlineSeg::set_byte_count(& mut v, (x & 0x3ff) as u16); }
             ),
         },
         rt::reflect::FieldAccess {
@@ -2323,12 +2341,12 @@ pub const WQE_INLINE_SEG_ACCESS: rt::reflect::LayoutAccess = rt::reflect::Layout
             kind: rt::reflect::ValueKind::Number,
             readable: true,
             get: crate::__prm_accessor!(
-                | b : & [u8], i : usize | -> u64 { WqeInlineSeg::new_unchecked(b).data(i)
-                .map_or(0, u64::from) }
+                | b : & [u8], i : usize | -> u64 { WqeInlineSeg::data(&
+                WqeInlineSeg::new_unchecked(b), i).map_or(0, u64::from) }
             ),
             set: crate::__prm_accessor!(
-                | b : & mut [u8], i : usize, x : u64 | { let _ =
-                WqeInlineSeg::new_unchecked(b).set_data(i, (x & 0xff) as u8); }
+                | b : & mut [u8], i : usize, x : u64 | { let _ = WqeInlineSeg::set_data(&
+                mut WqeInlineSeg::new_unchecked(b), i, (x & 0xff) as u8); }
             ),
         },
     ],
@@ -2467,8 +2485,8 @@ pub const RECV_WQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 16 { return
                 None; } let v = RecvWqe::new_unchecked(b); if i != 0 { return None; } let
-                sub = v.scatter(); Some(sub.storage().as_ptr() as usize - b.as_ptr() as
-                usize) }
+                sub = RecvWqe::scatter(& v); Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
         rt::reflect::NestedAccess {
@@ -2483,8 +2501,9 @@ pub const RECV_WQE_ACCESS: rt::reflect::LayoutAccess = rt::reflect::LayoutAccess
             runs_on: false,
             view_offset: crate::__prm_accessor!(
                 | b : & [u8], i : usize | -> Option < usize > { if b.len() < 16 { return
-                None; } let v = RecvWqe::new_unchecked(b); let sub = v.scatter_more(i) ?;
-                Some(sub.storage().as_ptr() as usize - b.as_ptr() as usize) }
+                None; } let v = RecvWqe::new_unchecked(b); let sub =
+                RecvWqe::scatter_more(& v, i) ?; Some(sub.storage().as_ptr() as usize - b
+                .as_ptr() as usize) }
             ),
         },
     ],
