@@ -180,6 +180,17 @@ fn quoted_text_is_cut_short() {
     assert!(d
         .iter()
         .any(|d| d.message.starts_with("cannot read `garbage yyy")));
+    // What is short enough is quoted whole, however long the message around it.
+    let name = "MLX5_CMD_SET_MONITOR_NUM_COUNTERS_NOT_DEFINED_HERE";
+    let d = import(
+        "name.h",
+        format!("struct mlx5_ifc_a_bits {{\n\tu8 a[{name}];\n}};\n"),
+    );
+    assert!(
+        d.iter().any(|d| d.message
+            == format!("array size `{name}`: `{name}` is not a #define in the header")),
+        "{d:?}"
+    );
 }
 
 /// Pieces of broken and unusual C: unclosed blocks, sizes that run into braces, literals,

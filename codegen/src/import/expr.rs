@@ -1,6 +1,7 @@
 //! Constant expressions in array dimensions (`[MLX5_CMD_SET_MONITOR_NUM_COUNTER]`), evaluated
 //! against the header's `#define`s: numbers, names, parentheses and `+ - * / << >> & |`.
 
+use super::excerpt::excerpt;
 use std::collections::HashMap;
 
 /// `#define` names and their bodies, as written.
@@ -136,9 +137,9 @@ impl Eval<'_> {
                 let body = self
                     .defines
                     .get(&n)
-                    .ok_or_else(|| format!("`{n}` is not a #define in the header"))?;
+                    .ok_or_else(|| format!("`{}` is not a #define in the header", excerpt(&n)))?;
                 if self.depth > 32 {
-                    return Err(format!("`{n}` expands too deeply"));
+                    return Err(format!("`{}` expands too deeply", excerpt(&n)));
                 }
                 evaluate_at(body, self.defines, self.depth + 1)
             }
@@ -156,7 +157,7 @@ fn evaluate_at(text: &str, defines: &Defines, depth: usize) -> Result<u64, Strin
     };
     let v = e.binary(0)?;
     if e.pos != e.toks.len() {
-        return Err(format!("cannot evaluate `{text}`"));
+        return Err(format!("cannot evaluate `{}`", excerpt(text)));
     }
     Ok(v)
 }

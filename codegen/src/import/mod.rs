@@ -255,11 +255,7 @@ fn dimension(
             diags.push(Diagnostic::error(
                 "import",
                 span,
-                format!(
-                    "array size `{}`: {}",
-                    excerpt::excerpt(&text),
-                    excerpt::excerpt(&e)
-                ),
+                format!("array size `{}`: {e}", excerpt::excerpt(&text)),
             ));
             None
         }
