@@ -30,6 +30,11 @@ const TOKENS: &[&str] = &[
     "  c: { opcode: 0x1, in: a, out: b }\n",
     "      reserved_at_7: \"0x00[3:0]\"\n",
     "      l: { at: \"0x0c[7:4]\", type: e, access: ro }\n",
+    "      set_f: \"0x00[15:8]\"\n",
+    "      storage: \"0x04[7:0]\"\n",
+    "      into: \"0x04[15:8]\"\n",
+    "      x_1: \"0x08[7:0]\"\n",
+    "      x1: \"0x08[15:8]\"\n",
     "  e:\n",
     "    width: 2\n",
     "doc: text\n",
@@ -116,6 +121,15 @@ proptest! {
             let _ = prm_codegen::layout::to_json(&c.ir);
             for s in &c.ir.structs {
                 let _ = prm_codegen::show::table(&c.ir, s);
+            }
+            // A spec that checks clean generates, or is refused for a name clash; nothing
+            // else (a generator bug shows as a parse error of its own output).
+            match prm_codegen::gen::Config::for_mlx5_prm().generate(&c.ir) {
+                Ok(_) => {}
+                Err(prm_codegen::gen::GenError::NameClash(m)) => {
+                    prop_assert!(!m.contains("does not parse"), "{}", m);
+                }
+                Err(e) => prop_assert!(false, "{}", e),
             }
         }
     }
