@@ -2,15 +2,15 @@
 //!
 //! The grammar is a PEG (pest) and backtracks. Its rules are written so that no text is read
 //! again level by level (see `bad` and `dim_text` in `header.pest`), and [`super::precheck`]
-//! bounds how many levels there are: Linux's `mlx5_ifc.h` (333 KB, 7.3) takes 0.84 million
-//! of pest's counted calls, 2.7 per byte. What is left is work proportional to the nesting
+//! bounds how many levels there are: Linux's `mlx5_ifc.h` (333 KB, 7.3) takes 0.88 million
+//! of pest's counted calls, 2.6 per byte (6.1's and 6.12's: 2.7). What is left is work proportional to the nesting
 //! depth times the text (a block the grammar gives up on is scanned again by each level
 //! around it), at most some hundreds of calls per byte at the deepest nesting allowed. Should
 //! some input find a slower path, the budget turns it into one diagnostic instead of a hang:
 //! pest counts rule entries, sequences and repetitions against it and fails the parse when
 //! it runs out.
 //!
-//! The budget grows with the text, [`BASE_CALLS`] plus [`CALLS_PER_BYTE`] a byte: 8.7 times
+//! The budget grows with the text, [`BASE_CALLS`] plus [`CALLS_PER_BYTE`] a byte: 8.3 times
 //! what Linux's header needs, and about 6 s for a 1 MiB input under the address sanitizer
 //! of the fuzz build (0.3 µs a call there), which the fuzzer's 10 s timeout leaves room for.
 
