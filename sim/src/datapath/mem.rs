@@ -98,6 +98,28 @@ pub(crate) fn resolve(
     Ok(out)
 }
 
+/// Checks `key` for `access` of `len` bytes at `addr` as [`resolve`] does, without listing
+/// the extents: a message of up to `log_max_msg` bytes through an MTT of 4 KiB pages would
+/// list a quarter of a million of them. A region is one contiguous range and its
+/// translation entries run from its first page on, so the whole range passes exactly when
+/// its first and its last byte do (and its end does not wrap).
+pub(crate) fn check(
+    m: &Model,
+    key: u32,
+    who: Accessor,
+    addr: u64,
+    len: u64,
+    access: Access,
+) -> Result<(), KeyError> {
+    if len == 0 {
+        return Ok(());
+    }
+    addr.checked_add(len).ok_or(KeyError::Range)?;
+    let mut out = Extents::new();
+    resolve_into(&m.mkeys, key, who, addr, 1, access, &mut out)?;
+    resolve_into(&m.mkeys, key, who, addr + (len - 1), 1, access, &mut out)
+}
+
 /// [`resolve`] through the key table `mkeys`, appending the extents to `out` (the data path's
 /// lists stay where they are: moving them around by value cost more than filling them).
 pub(crate) fn resolve_into(

@@ -216,7 +216,11 @@ pub(crate) fn kick<'a>(local: &mut Side<'a>, mut remote: Option<&mut Side<'a>>) 
         let now = Instant::now();
         let qps: Vec<u32> = local.m.pending.roce.iter().copied().collect();
         for qpn in qps {
-            if !roce::req::tick(local, qpn, now) {
+            // Both halves: the requester's timers and unsent packets, the responder's read
+            // still being answered.
+            let requester = roce::req::tick(local, qpn, now);
+            let responder = roce::resp::resume(local, qpn);
+            if !requester && !responder {
                 local.m.pending.roce.remove(&qpn);
             }
         }

@@ -350,3 +350,49 @@ pub(crate) fn rq_error(side: &mut Side<'_>, rqn: u32) {
     }
     flush(side, Target::Rq(rqn));
 }
+
+/// Writes `data`, bytes `at ..` of a message, into the scatter list `sges`, as its packets
+/// come (a read response at its offset, a SEND packet after the ones before). The error is
+/// the completion syndrome: a key that does not grant the write or memory not mapped, or
+/// a list too short for the data.
+pub(crate) fn place(
+    side: &mut Side<'_>,
+    who: Accessor,
+    sges: &[Sge],
+    at: u64,
+    data: &[u8],
+) -> Result<(), CqeSyndrome> {
+    let mut skip = at;
+    let mut left = data;
+    for s in sges {
+        if left.is_empty() {
+            break;
+        }
+        let len = u64::from(s.len);
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = (len - skip).min(left.len() as u64) as usize;
+        let e = mem::resolve(
+            side.m,
+            s.lkey,
+            who,
+            s.addr.wrapping_add(skip),
+            n as u64,
+            mem::Access::LocalWrite,
+        )
+        .map_err(|_| CqeSyndrome::LocalProtErr)?;
+        if !mem::write(side.dma, &e, &left[..n]) {
+            side.m.dma_faults += 1;
+            return Err(CqeSyndrome::LocalProtErr);
+        }
+        left = &left[n..];
+        skip = 0;
+    }
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(CqeSyndrome::LocalLengthErr)
+    }
+}

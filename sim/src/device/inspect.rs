@@ -51,6 +51,13 @@ impl Device {
         self.core.model().roce_stats
     }
 
+    /// Send WQEs of RC QP `qpn` on RoCE that the device has read and not yet completed (0
+    /// for any other QP): at most the send queue's size, whatever the guest's producer
+    /// counter says.
+    pub fn rc_in_flight(&self, qpn: u32) -> usize {
+        crate::datapath::roce::req::in_flight(&self.core.model(), qpn)
+    }
+
     /// Send doorbells (and BlueFlame copies) that named no QP or SQ of the UAR page they were
     /// written to, and were ignored.
     pub fn ignored_doorbells(&self) -> u64 {

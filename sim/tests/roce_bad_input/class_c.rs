@@ -144,19 +144,43 @@ fn an_reth_outside_the_region_is_a_remote_access_error() {
     }
 }
 
-/// Read requests at the edges: a DMA length of 2^31 (the largest message) is refused with a
-/// NAK, not answered with two million response packets; a zero-length read with no key and
+/// Read requests at the edges: a DMA length over the device's largest message (2^30, its
+/// `log_max_msg`) is a length error, NAK invalid request, whatever the key (checked first, as
+/// soft-RoCE does); the largest message itself past the region is a remote access error;
+/// neither is answered with a million response packets. A zero-length read with no key and
 /// no address is answered with one empty READ_RESPONSE_ONLY (a zero-length RDMA operation
 /// need not carry a valid R_Key or VA: IBTA C9-88).
 #[test]
 fn read_requests_at_the_length_edges() {
+    for (len, nak) in [
+        (u32::MAX, syn::NAK_INVALID_REQUEST),
+        ((1 << 30) + 1, syn::NAK_INVALID_REQUEST),
+        (1 << 30, syn::NAK_REMOTE_ACCESS),
+    ] {
+        with_rig(|rig| {
+            let d = Dut::new(rig, ALL);
+            let seen = inject(
+                &d,
+                &Pkt::new(op::READ_REQUEST, d.qpn, FIRST_PSN).reth(d.mr_va, d.rkey, len),
+            );
+            fatal_nak(&d, &seen, nak, FIRST_PSN, 0);
+        });
+    }
+    // A write likewise.
+    with_rig(|rig| {
+        let d = Dut::new(rig, ALL);
+        let w = Pkt::new(op::WRITE_FIRST, d.qpn, FIRST_PSN)
+            .reth(d.mr_va, d.rkey, (1 << 30) + 1)
+            .payload(&mtu_bytes(4));
+        fatal_nak(&d, &inject(&d, &w), syn::NAK_INVALID_REQUEST, FIRST_PSN, 0);
+    });
     with_rig(|rig| {
         let d = Dut::new(rig, ALL);
         let seen = inject(
             &d,
             &Pkt::new(op::READ_REQUEST, d.qpn, FIRST_PSN).reth(d.mr_va, d.rkey, 1 << 31),
         );
-        fatal_nak(&d, &seen, syn::NAK_REMOTE_ACCESS, FIRST_PSN, 0);
+        fatal_nak(&d, &seen, syn::NAK_INVALID_REQUEST, FIRST_PSN, 0);
         let seen = inject(
             &d,
             &Pkt::new(op::READ_REQUEST, d.qpn, psn(FIRST_PSN, 1)).reth(0, 0, 0),

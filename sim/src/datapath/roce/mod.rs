@@ -14,6 +14,7 @@ pub(crate) mod req;
 pub(crate) mod resp;
 pub(crate) mod wire;
 
+use super::eth::PORT_QUEUE_BUDGET;
 use super::Side;
 use crate::model::Model;
 use std::collections::VecDeque;
@@ -67,12 +68,28 @@ pub struct RoceStats {
     pub unknown_qpn: u64,
     /// Packets looped back inside the device.
     pub looped: u64,
+    /// Dropped: a request that came while its QP was still answering a read with the port's
+    /// queue full (the requester sends it again).
+    pub responder_busy: u64,
+    /// The most bytes of frames the port's queue and the loopback queue held together, as
+    /// seen when a RoCE packet was queued: what the transport's pacing keeps in bounds.
+    pub peak_queued: u64,
 }
 
 /// Packets sent to one of the device's own addresses, delivered before the lock is let go.
 #[derive(Debug, Default)]
 pub(crate) struct Loopback {
     frames: VecDeque<Vec<u8>>,
+    /// The bytes of `frames`.
+    bytes: usize,
+}
+
+/// True while the queues a RoCE packet goes into have room for more: the port's (bounded as
+/// the Ethernet path bounds it) and the device's own loopback queue (bounded alike). The
+/// requester and the responder stop building packets short of it and go on once frames have
+/// left, so what a guest posts never makes the model hold more than about this much.
+pub(crate) fn room(m: &Model) -> bool {
+    m.outbox.bytes() < PORT_QUEUE_BUDGET && m.roce_loop.bytes < PORT_QUEUE_BUDGET
 }
 
 /// Most looped-back packets delivered per drain: the rest wait for the next one (a QP
@@ -150,6 +167,7 @@ pub(crate) fn drain(side: &mut Side<'_>) {
         let Some(frame) = side.m.roce_loop.frames.pop_front() else {
             return;
         };
+        side.m.roce_loop.bytes -= frame.len();
         deliver(side, &frame);
     }
 }
@@ -169,12 +187,15 @@ pub(crate) fn transmit(
         let mut f = Vec::with_capacity(96 + payload.len());
         wire::build(&mut f, path, bth, ext, payload);
         m.roce_stats.looped += 1;
+        m.roce_loop.bytes += f.len();
         m.roce_loop.frames.push_back(f);
-        return;
+    } else {
+        let _ = m.outbox.push_with(|f| {
+            wire::build(f, path, bth, ext, payload);
+            Ok::<(), ()>(())
+        });
+        super::eth::count_sent_roce(m);
     }
-    let _ = m.outbox.push_with(|f| {
-        wire::build(f, path, bth, ext, payload);
-        Ok::<(), ()>(())
-    });
-    super::eth::count_sent_roce(m);
+    let queued = (m.outbox.bytes() + m.roce_loop.bytes) as u64;
+    m.roce_stats.peak_queued = m.roce_stats.peak_queued.max(queued);
 }

@@ -278,7 +278,7 @@ pub(super) fn read_response(
     None
 }
 
-/// Writes `data` into the scatter list `sges` at byte `off`.
+/// Writes `data` into the scatter list `sges` at byte `off` (see [`rq::place`]).
 pub(super) fn scatter_at(
     side: &mut Side<'_>,
     v: &Qpv,
@@ -286,34 +286,5 @@ pub(super) fn scatter_at(
     off: u64,
     data: &[u8],
 ) -> bool {
-    let mut skip = off;
-    let mut left = data;
-    for s in sges {
-        if left.is_empty() {
-            break;
-        }
-        let len = u64::from(s.len);
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = (len - skip).min(left.len() as u64) as usize;
-        let Ok(ext) = mem::resolve(
-            side.m,
-            s.lkey,
-            v.requester.who,
-            s.addr.wrapping_add(skip),
-            n as u64,
-            mem::Access::LocalWrite,
-        ) else {
-            return false;
-        };
-        if !mem::write(side.dma, &ext, &left[..n]) {
-            side.m.dma_faults += 1;
-            return false;
-        }
-        left = &left[n..];
-        skip = 0;
-    }
-    left.is_empty()
+    rq::place(side, v.requester.who, sges, off, data).is_ok()
 }

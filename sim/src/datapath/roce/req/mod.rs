@@ -7,12 +7,16 @@
 //! in error and the QP moves to ERR, flushing the rest.
 
 mod ack;
+mod emit;
 mod recover;
+mod source;
 
 pub(crate) use ack::response;
 use ack::{arm, arm_at, retry};
+use emit::{emit, pump, Emitted};
 use recover::fail;
 pub(crate) use recover::{fail_head, flush, tick};
+use source::Source;
 
 use super::wire::{self, aeth, op, AtomicEth, Bth, Ext, Kind, Packet, Path, Pos, Reth};
 use super::{path, psn_add, psn_diff, transmit, PSN_MASK};
@@ -60,8 +64,12 @@ struct Inflight {
     first_psn: u32,
     /// PSNs the message takes (0 for a NOP or a WQE that failed before sending).
     npkts: u32,
-    /// Send and write: the gathered message. Read: its length in `len`.
-    data: Vec<u8>,
+    /// The next of its packets to put on the port (`npkts` once all went; a resend moves
+    /// it back). A read's one request packet asks for every response from there on.
+    next: u32,
+    /// Send and write: where the message's bytes are (read again for each packet).
+    src: Source,
+    /// The message's length.
     len: u64,
     /// Remote address and key (write, read, atomic).
     raddr: u64,
@@ -167,6 +175,16 @@ pub(crate) fn mtu_bytes(raw: u8) -> u32 {
     }
 }
 
+/// WQEs of `qpn` in flight (see [`Device::rc_in_flight`](crate::Device::rc_in_flight)).
+pub(crate) fn in_flight(m: &crate::model::Model, qpn: u32) -> usize {
+    m.qps
+        .get(qpn)
+        .ok()
+        .and_then(|q| q.roce.as_ref())
+        .and_then(|c| c.req.as_ref())
+        .map_or(0, |r| r.inflight.len())
+}
+
 /// Takes the requester state of `qpn` out of the model (made from the context on first use);
 /// [`put`] returns it.
 fn take(side: &mut Side<'_>, qpn: u32) -> Option<Requester> {
@@ -240,12 +258,20 @@ fn send_new(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, bf: Option<&[u8]>) 
     };
     let (log, sq_base, dbr) = (qp.ctx.log_sq_size(), qp.sq_base, qp.ctx.dbr_addr());
     let size = 1u32 << log.min(16);
+    // What earlier runs left unsent goes first (packets leave in PSN order).
+    if r.rnr_until.is_none() && !pump(side, v, r) {
+        return;
+    }
     let mut done = 0u32;
     while done < size {
+        // A ring holds at most `size` WQEs: more in flight means the guest moved its counter
+        // past WQEs not yet completed (they are gone from the ring), and the list would grow
+        // with every doorbell.
         if r.inflight.back().is_some_and(|e| e.failed.is_some())
+            || r.inflight.len() >= size as usize
             || r.packets_unacked() >= WINDOW
             || r.rnr_until.is_some()
-            || side.m.outbox.bytes() >= crate::datapath::eth::PORT_QUEUE_BUDGET
+            || !super::room(side.m)
         {
             return;
         }
@@ -282,12 +308,13 @@ fn send_new(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, bf: Option<&[u8]>) 
             }
             r.rd_atomic += 1;
         }
+        let mut emitted = Emitted::All;
         if e.failed.is_none() && e.op != Op::Nop {
             match v.path {
                 Some(p) => {
                     e.first_psn = r.next_psn;
                     r.next_psn = psn_add(r.next_psn, e.npkts);
-                    emit(side, v, &p, &e, 0);
+                    emitted = emit(side, v, &p, &mut e);
                 }
                 None => {
                     e.failed = Some(CqeSyndrome::LocalQpOpErr);
@@ -304,6 +331,9 @@ fn send_new(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, bf: Option<&[u8]>) 
         }
         done += u32::from(n);
         r.inflight.push_back(e);
+        if emitted != Emitted::All {
+            return;
+        }
     }
 }
 
@@ -322,7 +352,8 @@ fn prepare(side: &mut Side<'_>, v: &Qpv, r: &Requester, wqe: &[u8], index: u16) 
         op: Op::Nop,
         first_psn: r.next_psn,
         npkts: 0,
-        data: Vec::new(),
+        next: 0,
+        src: Source::default(),
         len: 0,
         raddr: 0,
         rkey: 0,
@@ -358,15 +389,13 @@ fn fill(
         Some(SendOpcode::Nop) => {}
         Some(SendOpcode::Send | SendOpcode::SendImm | SendOpcode::SendInval) => {
             e.op = Op::Send;
-            e.data = rc::gather(side, &v.requester, wqe, 16, end)?;
-            e.len = e.data.len() as u64;
+            (e.src, e.len) = Source::plan(side, &v.requester, wqe, 16, end)?;
             e.npkts = pkts(e.len);
         }
         Some(SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm) => {
             e.op = Op::Write;
             (e.raddr, e.rkey) = remote(wqe, end)?;
-            e.data = rc::gather(side, &v.requester, wqe, 32, end)?;
-            e.len = e.data.len() as u64;
+            (e.src, e.len) = Source::plan(side, &v.requester, wqe, 32, end)?;
             e.npkts = pkts(e.len);
         }
         Some(SendOpcode::RdmaRead) => {
@@ -413,122 +442,13 @@ fn remote(wqe: &[u8], end: usize) -> Result<(u64, u32), Fault> {
     Ok((wqe.read_be64(16), wqe.read_be32(24)))
 }
 
-/// Sends the packets of `e` from its packet `from` on.
-fn emit(side: &mut Side<'_>, v: &Qpv, p: &Path, e: &Inflight, from: u32) {
-    let mtu = v.mtu as usize;
-    let bth = |opcode: u8, i: u32, last: bool| Bth {
-        opcode,
-        se: last && e.se,
-        mig: false,
-        pad: 0,
-        pkey: wire::DEFAULT_PKEY,
-        dqpn: v.dqpn,
-        ack_req: last || i % ACK_REQ_EVERY == ACK_REQ_EVERY - 1,
-        psn: psn_add(e.first_psn, i),
-    };
-    match e.op {
-        Op::Nop => {}
-        Op::Send | Op::Write => {
-            let write = e.op == Op::Write;
-            let wop = SendOpcode::from_raw(e.opcode.into());
-            for i in from..e.npkts {
-                let lo = (i as usize * mtu).min(e.data.len());
-                let hi = (lo + mtu).min(e.data.len());
-                let pos = match (i == 0, i + 1 == e.npkts) {
-                    (true, true) => Pos::Only,
-                    (true, false) => Pos::First,
-                    (false, true) => Pos::Last,
-                    (false, false) => Pos::Middle,
-                };
-                let opcode = opcode_of(write, wop, pos);
-                let mut ext = Ext::new();
-                if write && matches!(pos, Pos::First | Pos::Only) {
-                    ext = ext.reth(Reth {
-                        va: e.raddr,
-                        rkey: e.rkey,
-                        len: e.len as u32,
-                    });
-                }
-                if matches!(pos, Pos::Last | Pos::Only)
-                    && matches!(
-                        wop,
-                        Some(
-                            SendOpcode::SendImm | SendOpcode::SendInval | SendOpcode::RdmaWriteImm
-                        )
-                    )
-                {
-                    ext = ext.imm(e.imm);
-                }
-                let last = matches!(pos, Pos::Last | Pos::Only);
-                transmit(
-                    side,
-                    p,
-                    &bth(opcode, i, last),
-                    ext.as_slice(),
-                    &e.data[lo..hi],
-                );
-            }
-        }
-        Op::Read => {
-            let off = u64::from(from) * mtu as u64;
-            if from < e.npkts {
-                let ext = Ext::new().reth(Reth {
-                    va: e.raddr.wrapping_add(off),
-                    rkey: e.rkey,
-                    len: e.len.saturating_sub(off) as u32,
-                });
-                let mut b = bth(op::READ_REQUEST, from, true);
-                b.psn = psn_add(e.first_psn, from);
-                transmit(side, p, &b, ext.as_slice(), &[]);
-            }
-        }
-        Op::Atomic { compare_swap } => {
-            let opcode = if compare_swap {
-                op::COMPARE_SWAP
-            } else {
-                op::FETCH_ADD
-            };
-            let ext = Ext::new().atomic(AtomicEth {
-                va: e.raddr,
-                rkey: e.rkey,
-                swap_add: e.swap_add,
-                compare: e.compare,
-            });
-            transmit(side, p, &bth(opcode, 0, true), ext.as_slice(), &[]);
-        }
-    }
-}
-
-/// The BTH opcode of a send or write packet at `pos`, for WQE opcode `wop`.
-fn opcode_of(write: bool, wop: Option<SendOpcode>, pos: Pos) -> u8 {
-    let imm = matches!(wop, Some(SendOpcode::SendImm | SendOpcode::RdmaWriteImm));
-    let inv = wop == Some(SendOpcode::SendInval);
-    match (write, pos) {
-        (false, Pos::First) => op::SEND_FIRST,
-        (false, Pos::Middle) => op::SEND_MIDDLE,
-        (false, Pos::Last) if imm => op::SEND_LAST_IMM,
-        (false, Pos::Last) if inv => op::SEND_LAST_INV,
-        (false, Pos::Last) => op::SEND_LAST,
-        (false, Pos::Only) if imm => op::SEND_ONLY_IMM,
-        (false, Pos::Only) if inv => op::SEND_ONLY_INV,
-        (false, Pos::Only) => op::SEND_ONLY,
-        (true, Pos::First) => op::WRITE_FIRST,
-        (true, Pos::Middle) => op::WRITE_MIDDLE,
-        (true, Pos::Last) if imm => op::WRITE_LAST_IMM,
-        (true, Pos::Last) => op::WRITE_LAST,
-        (true, Pos::Only) if imm => op::WRITE_ONLY_IMM,
-        (true, Pos::Only) => op::WRITE_ONLY,
-    }
-}
-
-/// Resends everything in flight from PSN `from` on (go-back-N).
-fn resend(side: &mut Side<'_>, v: &Qpv, r: &Requester, from: u32) {
-    let Some(p) = v.path else {
-        return;
-    };
+/// Resends everything in flight from PSN `from` on (go-back-N): each WQE from there goes
+/// back to the packet at `from` (a read to the first response not yet received), and goes
+/// out again as far as the port has room.
+fn resend(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, from: u32) {
     for e in r
         .inflight
-        .iter()
+        .iter_mut()
         .filter(|e| e.failed.is_none() && e.npkts > 0)
     {
         if psn_diff(e.last_psn(), from) < 0 {
@@ -538,8 +458,9 @@ fn resend(side: &mut Side<'_>, v: &Qpv, r: &Requester, from: u32) {
         if e.op == Op::Read {
             start = start.max(e.next_resp);
         }
-        emit(side, v, &p, e, start);
+        e.next = e.next.min(start);
     }
+    pump(side, v, r);
 }
 
 /// Completes the WQEs at the head that are done: NOPs, and (through `acked`) those an ACK

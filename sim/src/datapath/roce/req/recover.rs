@@ -25,7 +25,7 @@ pub(crate) fn tick(side: &mut Side<'_>, qpn: u32, now: Instant) -> bool {
     if r.rnr_until.is_some_and(|t| now >= t) {
         r.rnr_until = None;
         let from = r.una;
-        resend(side, &v, &r, from);
+        resend(side, &v, &mut r, from);
         arm_at(&v, &mut r, now);
     } else if r.deadline.is_some_and(|t| now >= t) {
         rc_event(side.m, qpn, |c: &mut RcCounts| &mut c.local_ack_timeout_err);

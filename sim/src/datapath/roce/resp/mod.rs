@@ -10,7 +10,7 @@ mod reads;
 
 use super::wire::{self, aeth, op, Aeth, Bth, Ext, Kind, Packet, Path, Pos};
 use super::{path, psn_add, psn_diff, transmit};
-use crate::datapath::rq::{self, ScatterError, Target};
+use crate::datapath::rq::{self, Target};
 use crate::datapath::{cq, mem, rc, Side};
 use crate::exec::counters::{rc_event, RcCounts};
 use mlx5_prm::{CqeOpcode, CqeSyndrome, QpServiceType, QpState};
@@ -30,13 +30,24 @@ struct ReadDone {
     len: u32,
 }
 
+/// A read whose responses did not all fit in the port's queue: the rest go out as frames
+/// leave ([`resume`]).
+#[derive(Debug, Clone, Copy)]
+struct Serving {
+    rd: ReadDone,
+    /// The next response packet (from the read's first).
+    next: u32,
+}
+
 /// The message in progress.
 #[derive(Debug, Default, Clone)]
 enum InMsg {
     #[default]
     None,
-    /// A send: its bytes so far.
-    Send(Vec<u8>),
+    /// A send: the bytes placed so far, each packet's written into the receive WQE's
+    /// buffers as it comes (a copy of the message held until its end let a peer make the
+    /// model hold gigabytes).
+    Send(u64),
     /// A write: where the next byte goes and how many are left.
     Write {
         va: u64,
@@ -57,6 +68,8 @@ pub(crate) struct Responder {
     nak_sent: bool,
     reads: VecDeque<ReadDone>,
     atomics: VecDeque<(u32, u64)>,
+    /// A read still being answered: requests wait behind it (responses go out in order).
+    serving: Option<Serving>,
 }
 
 /// The responder QP's fields, read once per packet.
@@ -70,6 +83,8 @@ struct Qpv {
     rwe: bool,
     rae: bool,
     min_rnr_nak: u8,
+    /// The device's largest message (`log_max_msg`).
+    max_msg: u64,
 }
 
 fn qpv(side: &Side<'_>, qpn: u32) -> Option<Qpv> {
@@ -87,6 +102,7 @@ fn qpv(side: &Side<'_>, qpn: u32) -> Option<Qpv> {
         rwe: qp.ctx.rwe(),
         rae: qp.ctx.rae(),
         min_rnr_nak: qp.ctx.min_rnr_nak(),
+        max_msg: 1u64 << side.m.gen().log_max_msg().min(31),
     })
 }
 
@@ -119,6 +135,13 @@ pub(crate) fn request(side: &mut Side<'_>, pkt: &Packet<'_>) {
     let Some(mut r) = take(side, qpn) else {
         return;
     };
+    if reads::pump(side, &v, &mut r) {
+        // Still answering a read, with the port's queue full: the request is dropped, as
+        // by a responder out of resources; the requester sends it again.
+        side.m.roce_stats.responder_busy += 1;
+        put(side, qpn, r);
+        return;
+    }
     let d = psn_diff(pkt.bth.psn, r.epsn);
     if d > 0 {
         rc_event(side.m, qpn, |c: &mut RcCounts| &mut c.out_of_sequence);
@@ -132,7 +155,7 @@ pub(crate) fn request(side: &mut Side<'_>, pkt: &Packet<'_>) {
     }
     if d < 0 {
         rc_event(side.m, qpn, |c: &mut RcCounts| &mut c.duplicate_request);
-        duplicate(side, &v, &r, pkt);
+        duplicate(side, &v, &mut r, pkt);
         put(side, qpn, r);
         return;
     }
@@ -202,6 +225,7 @@ fn take(side: &mut Side<'_>, qpn: u32) -> Option<Responder> {
         nak_sent: false,
         reads: VecDeque::new(),
         atomics: VecDeque::new(),
+        serving: None,
     }))
 }
 
@@ -249,27 +273,24 @@ fn send(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Ve
     let Some(posted) = rq::peek(side.m, side.dma, t) else {
         return Verdict::Rnr;
     };
-    let mut data = match std::mem::take(&mut r.msg) {
-        InMsg::Send(d) => d,
-        _ => Vec::new(),
+    let got = match std::mem::take(&mut r.msg) {
+        InMsg::Send(got) => got,
+        _ => 0,
     };
     let capacity: u64 = posted.sges.iter().map(|s| u64::from(s.len)).sum();
-    data.extend_from_slice(pkt.payload);
-    if data.len() as u64 > capacity {
+    let n = pkt.payload.len() as u64;
+    if got + n > capacity || got + n > v.max_msg {
         rq::fail(side, t, posted.index, CqeSyndrome::LocalLengthErr);
         return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
     }
-    if !pkt.shape.ends_message() {
-        r.msg = InMsg::Send(data);
-        return Verdict::Done(1);
-    }
-    if let Err(e) = rq::scatter(side.m, side.dma, v.who, &posted.sges, &data) {
-        let local = match e {
-            ScatterError::TooLong => CqeSyndrome::LocalLengthErr,
-            ScatterError::Protection => CqeSyndrome::LocalProtErr,
-        };
+    if let Err(local) = rq::place(side, v.who, &posted.sges, got, pkt.payload) {
         rq::fail(side, t, posted.index, local);
         return Verdict::Nak(aeth::NAK_REMOTE_OPERATIONAL);
+    }
+    let got = got + n;
+    if !pkt.shape.ends_message() {
+        r.msg = InMsg::Send(got);
+        return Verdict::Done(1);
     }
     let opcode = match pkt.bth.opcode {
         op::SEND_LAST_IMM | op::SEND_ONLY_IMM => CqeOpcode::RespSendImm,
@@ -277,17 +298,30 @@ fn send(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Ve
         _ => CqeOpcode::RespSend,
     };
     let imm = (pkt.shape.imm || pkt.shape.ieth).then_some(pkt.imm);
-    receive_done(
-        side,
-        v,
-        posted.index,
-        opcode,
-        data.len() as u32,
-        imm,
-        pkt.bth.se,
-    );
+    receive_done(side, v, posted.index, opcode, got as u32, imm, pkt.bth.se);
     r.msn = psn_add(r.msn, 1);
     Verdict::Done(1)
+}
+
+/// Sends what is left of a read QP `qpn` was answering when the port's queue filled up;
+/// true while some is still left (the QP stays among those with work pending).
+pub(crate) fn resume(side: &mut Side<'_>, qpn: u32) -> bool {
+    let ready = side.m.qps.get(qpn).is_ok_and(|q| {
+        matches!(q.ctx.state(), Ok(QpState::Rtr | QpState::Rts))
+            && q.roce
+                .as_ref()
+                .and_then(|c| c.resp.as_ref())
+                .is_some_and(|r| r.serving.is_some())
+    });
+    if !ready {
+        return false;
+    }
+    let (Some(v), Some(mut r)) = (qpv(side, qpn), take(side, qpn)) else {
+        return false;
+    };
+    let busy = reads::pump(side, &v, &mut r);
+    put(side, qpn, r);
+    busy
 }
 
 /// Consumes the receive WQE at `index` with a successful CQE.
@@ -324,7 +358,10 @@ fn write(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> V
             }
             let reth = pkt.reth;
             let whole = u64::from(reth.len);
-            if mem::resolve(
+            if whole > v.max_msg {
+                return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
+            }
+            if mem::check(
                 side.m,
                 reth.rkey,
                 v.who,

@@ -3,8 +3,8 @@
 //! a duplicate request is served again from memory, and the handling of duplicates.
 
 use super::super::wire::{aeth, op, Aeth, Ext, Kind, Packet, Pos};
-use super::super::{psn_add, psn_diff, transmit, PSN_MASK};
-use super::{answer, bth, Qpv, ReadDone, Responder, Verdict, HISTORY};
+use super::super::{psn_add, psn_diff, room, transmit, PSN_MASK};
+use super::{answer, bth, Qpv, ReadDone, Responder, Serving, Verdict, HISTORY};
 use crate::datapath::{mem, Side};
 use crate::exec::counters::{rc_event, RcCounts};
 use std::collections::VecDeque;
@@ -19,8 +19,13 @@ pub(super) fn read(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet
     if !v.rre {
         return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
     }
+    // Longer than the device's largest message: a length error, an invalid request (IBTA
+    // vol. 1 9.7.5.1.3; soft-RoCE checks the length before the key too).
+    if u64::from(reth.len) > v.max_msg {
+        return Verdict::Nak(aeth::NAK_INVALID_REQUEST);
+    }
     let len = u64::from(reth.len);
-    if mem::resolve(
+    if mem::check(
         side.m,
         reth.rkey,
         v.who,
@@ -41,11 +46,34 @@ pub(super) fn read(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet
         rkey: reth.rkey,
         len: reth.len,
     };
-    if !serve_read(side, v, r, &done, pkt.bth.psn) {
-        return Verdict::Nak(aeth::NAK_REMOTE_ACCESS);
+    match serve_read(side, v, r, &done, pkt.bth.psn) {
+        Served::All => {}
+        Served::Paused(next) => pause(side, v, r, done, next),
+        Served::Failed => return Verdict::Nak(aeth::NAK_REMOTE_ACCESS),
     }
     remember(&mut r.reads, done);
     Verdict::Done(done.npkts)
+}
+
+/// The read's responses from packet `next` on go out later (see [`resume`](super::resume)).
+fn pause(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, rd: ReadDone, next: u32) {
+    r.serving = Some(Serving { rd, next });
+    side.m.pending.roce.insert(v.qpn);
+}
+
+/// Sends what is left of the read being answered, as far as there is room; true while some
+/// is still left.
+pub(super) fn pump(side: &mut Side<'_>, v: &Qpv, r: &mut Responder) -> bool {
+    if let Some(s) = r.serving.take() {
+        let from = psn_add(s.rd.first_psn, s.next);
+        match serve_read(side, v, r, &s.rd, from) {
+            Served::Paused(next) => pause(side, v, r, s.rd, next),
+            // A key gone since the request (or memory unmapped): the responses stop; the
+            // requester times out and asks again, and the request then fails its check.
+            Served::All | Served::Failed => {}
+        }
+    }
+    r.serving.is_some()
 }
 
 pub(super) fn remember<T>(list: &mut VecDeque<T>, item: T) {
@@ -55,22 +83,37 @@ pub(super) fn remember<T>(list: &mut VecDeque<T>, item: T) {
     list.push_back(item);
 }
 
+/// How far [`serve_read`] got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Served {
+    /// Every response packet went out.
+    All,
+    /// The port's queue filled up: the packets from this one on are still to go.
+    Paused(u32),
+    /// The memory could not be read.
+    Failed,
+}
+
 /// Sends the response packets of read `rd`, from PSN `from` (its first, or where a
-/// duplicate request resumes it).
+/// duplicate request resumes it), while there is room for them: a read of up to
+/// `log_max_msg` bytes answered at once queued a gigabyte of frames for one request.
 pub(super) fn serve_read(
     side: &mut Side<'_>,
     v: &Qpv,
     r: &Responder,
     rd: &ReadDone,
     from: u32,
-) -> bool {
+) -> Served {
     let Some(p) = v.path else {
-        return true;
+        return Served::All;
     };
     let start = psn_diff(from, rd.first_psn).max(0) as u32;
     let mtu = u64::from(v.mtu);
     let mut buf = Vec::new();
     for i in start..rd.npkts {
+        if !room(side.m) {
+            return Served::Paused(i);
+        }
         let off = u64::from(i) * mtu;
         let n = u64::from(rd.len).saturating_sub(off).min(mtu);
         buf.clear();
@@ -83,11 +126,11 @@ pub(super) fn serve_read(
                 n,
                 mem::Access::RemoteRead,
             ) else {
-                return false;
+                return Served::Failed;
             };
             if !mem::read(side.dma, &e, &mut buf) {
                 side.m.dma_faults += 1;
-                return false;
+                return Served::Failed;
             }
         }
         let pos = match (i == 0, i + 1 == rd.npkts) {
@@ -113,7 +156,7 @@ pub(super) fn serve_read(
         let bth = bth(v, opcode, psn_add(rd.first_psn, i));
         transmit(side, &p, &bth, ext.as_slice(), &buf);
     }
-    true
+    Served::All
 }
 
 pub(super) fn atomic(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) -> Verdict {
@@ -176,7 +219,7 @@ fn atomic_ack(side: &mut Side<'_>, v: &Qpv, r: &Responder, psn: u32, orig: u64) 
 
 /// A request with a PSN already passed: ACK sends and writes again, serve reads again from
 /// the PSN asked for, answer atomics from their saved result.
-pub(super) fn duplicate(side: &mut Side<'_>, v: &Qpv, r: &Responder, pkt: &Packet<'_>) {
+pub(super) fn duplicate(side: &mut Side<'_>, v: &Qpv, r: &mut Responder, pkt: &Packet<'_>) {
     match pkt.shape.kind {
         // A resent SEND or WRITE is acknowledged again, once per resent run: at the packets
         // that ask for an ACK (the last of each message, and every so often), with the PSN of
@@ -202,7 +245,9 @@ pub(super) fn duplicate(side: &mut Side<'_>, v: &Qpv, r: &Responder, pkt: &Packe
             if reth.rkey != rd.rkey || reth.va != rd.va.wrapping_add(off) {
                 return;
             }
-            serve_read(side, v, r, &rd, psn);
+            if let Served::Paused(next) = serve_read(side, v, r, &rd, psn) {
+                pause(side, v, r, rd, next);
+            }
         }
         Kind::Atomic => {
             let psn = pkt.bth.psn;
