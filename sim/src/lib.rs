@@ -40,6 +40,7 @@
 
 mod bar;
 mod bits;
+mod budget;
 mod busmaster;
 mod caps;
 mod clock;
@@ -83,6 +84,7 @@ mod wire;
 mod worker;
 
 pub use bar::{BAR_SIZE, FIRST_UAR, UAR_PAGE_SIZE};
+pub use budget::STORAGE_BUDGET;
 pub use busmaster::HELD_MAX as BUS_MASTER_HELD_MAX;
 pub use caps::{Caps, SetRule, Settable};
 pub use config::{Config, Faults, FwReady, Mode, RcTransport, Timeout, Timeouts};

@@ -3,6 +3,7 @@
 //! command log. One lock guards it all, so every command executes atomically.
 
 use crate::bar;
+use crate::budget::Budget;
 use crate::caps::Caps;
 use crate::clock::Clock;
 use crate::config::Config;
@@ -241,6 +242,9 @@ pub(crate) struct Model {
     pub rqts: Table<Rqt>,
     /// Queue counter sets (ALLOC_Q_COUNTER).
     pub qcounters: Table<QCounter>,
+    /// What the objects keep of the guest's choosing (page lists, translations, RQT entries,
+    /// flow criteria), against the model-wide budget (see `budget`).
+    pub storage: Budget,
     /// The vport's traffic counters (QUERY_VPORT_COUNTER).
     pub vport_counters: VportCounters,
     /// The vNIC's diagnostic counters (QUERY_VNIC_ENV).
@@ -331,6 +335,7 @@ impl Model {
                 s::QCNT_UNKNOWN,
                 s::QCNT_LIMIT,
             ),
+            storage: Budget::default(),
             vport_counters: VportCounters::default(),
             vnic: VnicCounters::default(),
             flow: FlowTables::default(),
@@ -376,7 +381,8 @@ impl Model {
     }
 
     /// Drops every object and empties the RoCE address table, as TEARDOWN_HCA does (and so
-    /// DISABLE_HCA, through `reset_function`); pages stay where they are.
+    /// DISABLE_HCA, through `reset_function`); pages stay where they are. The objects'
+    /// storage goes back to the budget (every object charged to it is dropped here).
     pub fn drop_objects(&mut self) {
         self.flow = FlowTables::default();
         self.rqts.clear();
@@ -395,12 +401,15 @@ impl Model {
         self.pending = Pending::default();
         self.roce_addrs.clear();
         self.qcounters.clear();
+        self.storage.clear();
     }
 
     /// Back to the reset state of a disabled function (DISABLE_HCA); held pages stay held so a
-    /// leak remains visible in `pages_held`.
+    /// leak remains visible in `pages_held`. A fast teardown prepared for the old function is
+    /// forgotten: the NIC interface set to disabled must not tear down the next one.
     pub fn reset_function(&mut self) {
         self.drop_objects();
+        self.fast_teardown_prepared = false;
         self.hca = Hca::Disabled;
         self.issi = 0;
         self.cur = self.profile.clone();

@@ -2,6 +2,7 @@
 //! CREATE_QP and the work-queue commands list them, and the checks the device applies to
 //! them and to doorbell records.
 
+use crate::budget::Charged;
 use crate::dma::DmaSpace;
 use crate::fail::{ensure, Fail, Outcome};
 
@@ -56,7 +57,10 @@ impl PageList {
             .map(|end| end.div_ceil(page_size))
             .ok_or(Fail::bad_param(errors.unaligned))?;
         ensure(count as u64 >= needed, Fail::inp_len(errors.short))?;
-        let pages: Vec<u64> = pas.take(needed as usize).collect();
+        // `needed` is at most `count`, the addresses the input carries: exactly that many
+        // slots, so the list takes what the budget is charged for.
+        let mut pages = Vec::with_capacity(needed as usize);
+        pages.extend(pas.take(needed as usize));
         for &p in &pages {
             ensure(p % page_size == 0, Fail::bad_param(errors.unaligned))?;
             ensure(
@@ -90,6 +94,14 @@ impl PageList {
     /// The page addresses.
     pub fn pages(&self) -> &[u64] {
         &self.pages
+    }
+}
+
+impl Charged for PageList {
+    /// The page addresses: as many as the ring needs, and the guest may name one page many
+    /// times.
+    fn charged(&self) -> u64 {
+        (self.pages.len() * std::mem::size_of::<u64>()) as u64
     }
 }
 

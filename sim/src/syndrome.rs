@@ -44,6 +44,10 @@ syndromes! {
     OUTPUT_LIST_TOO_SHORT = 0x5e01_0009;
     /// other_function / other_vport set; the model manages no other function (BAD_PARAM).
     OTHER_FUNCTION = 0x5e01_000a;
+    /// Creating or growing an object would take the guest-sized storage of all objects (page
+    /// lists, mkey translations, RQT entries, flow match criteria) past the model's budget,
+    /// [`STORAGE_BUDGET`](crate::STORAGE_BUDGET) bytes (LIM).
+    STORAGE_BUDGET_EXHAUSTED = 0x5e01_000b;
 
     // ---- 2: HCA bring-up and teardown ----
     /// ENABLE_HCA on a function that is already enabled (BAD_SYS_STATE).
@@ -196,6 +200,8 @@ syndromes! {
     MKEY_BAD_ACCESS_MODE = 0x5e09_0004;
     /// Input too short for translations_octword_actual_size (BAD_INP_LEN).
     MKEY_TRANSLATIONS_SHORT = 0x5e09_0005;
+    /// translations_octword_actual_size above the context's translations_octword_size (BAD_PARAM).
+    MKEY_TRANSLATIONS_TOO_MANY = 0x5e09_0006;
 
     // ---- 0xa: queue pairs ----
     /// CREATE_QP beyond 2^log_max_qp (LIM).
@@ -238,6 +244,10 @@ syndromes! {
     /// qp_ts_format, or sq_ts_format without RoCE): REAL_TIME without real time, FREE_RUNNING
     /// with real time only, or an undefined value (BAD_PARAM).
     QP_BAD_TS_FORMAT = 0x5e0a_0013;
+    /// INIT2RTR with log_rra_max above the log_max_ra_res_qp capability (BAD_PARAM).
+    QP_BAD_RRA_MAX = 0x5e0a_0014;
+    /// RTR2RTS with log_sra_max above the log_max_ra_req_qp capability (BAD_PARAM).
+    QP_BAD_SRA_MAX = 0x5e0a_0015;
 
     // ---- 0xb: Ethernet send and receive queues ----
     /// CREATE_SQ beyond 2^log_max_sq (LIM).
@@ -309,6 +319,10 @@ syndromes! {
     /// CREATE_RQ with a ts_format rq_ts_format does not offer: REAL_TIME without real time,
     /// FREE_RUNNING with real time only, or an undefined value (BAD_PARAM).
     RQ_BAD_TS_FORMAT = 0x5e0b_0022;
+    /// CREATE_RQ of a cyclic striding RQ while the striding_rq capability is off (BAD_PARAM).
+    RQ_STRIDING_UNSUPPORTED = 0x5e0b_0023;
+    /// CREATE_RQ with a stride (2^log_wq_stride bytes) above the max_wqe_sz_rq capability (BAD_PARAM).
+    RQ_STRIDE_TOO_LARGE = 0x5e0b_0024;
 
     // ---- 0xc: TIS, TIR, RQT ----
     /// CREATE_TIS beyond 2^log_max_tis (LIM).
@@ -347,6 +361,9 @@ syndromes! {
     RQT_LIST_SHORT = 0x5e0c_0011;
     /// An RQT entry names an unknown RQ (BAD_RES).
     RQT_RQ_UNKNOWN = 0x5e0c_0012;
+    /// An RQT entry names an RQ whose reference count could not take the list (LIM): it is
+    /// already referenced nearly 2^32 times.
+    RQT_RQ_REFS = 0x5e0c_0014;
     /// A TIR context asks for LRO (packet_merge_mask not 0), which the model lacks: lro_cap is 0 (BAD_PARAM).
     TIR_NO_LRO = 0x5e0c_0013;
 

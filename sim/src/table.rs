@@ -12,6 +12,7 @@
 //! a guest that creates and destroys objects forever (while one long-lived object pins the
 //! low end) would otherwise grow the vector towards the whole handle range (16 M slots).
 
+use crate::budget::{Budget, Charged};
 use crate::fail::{Fail, Outcome};
 use std::collections::BTreeSet;
 
@@ -138,17 +139,55 @@ impl<T> Table<T> {
         self.slot(h).is_some()
     }
 
-    /// Counts one more reference to `h` (which must exist).
+    /// [`Table::insert`] of an object whose guest-sized storage is charged to `budget`:
+    /// the count limit is checked first, then the budget (LIM, nothing changed), and the
+    /// charge is given back if the insert still fails.
+    pub fn insert_charged(&mut self, value: T, limit: u64, budget: &mut Budget) -> Outcome<u32>
+    where
+        T: Charged,
+    {
+        if self.live.len() as u64 >= limit {
+            return Err(Fail::lim(self.errors.limit));
+        }
+        let bytes = value.charged();
+        budget.charge(bytes)?;
+        self.insert(value, limit)
+            .inspect_err(|_| budget.refund(bytes))
+    }
+
+    /// [`Table::remove`] of an object whose storage was charged to `budget`: refunded.
+    pub fn remove_charged(&mut self, h: u32, budget: &mut Budget) -> Outcome<T>
+    where
+        T: Charged,
+    {
+        let value = self.remove(h)?;
+        budget.refund(value.charged());
+        Ok(value)
+    }
+
+    /// Counts one more reference to `h` (which must exist). The count saturates rather than
+    /// wrap (a wrapped count would let an object in use be destroyed): at `u32::MAX` it is
+    /// no longer exact, so it stays there and the object lives until teardown. Every kind of
+    /// referring object is bounded well below that, and a list that holds one object many
+    /// times checks [`Table::can_hold`] first.
     pub fn hold(&mut self, h: u32) {
         if let Some(s) = self.slot_mut(h) {
-            s.refs += 1;
+            s.refs = s.refs.saturating_add(1);
         }
     }
 
-    /// Drops one reference to `h`.
+    /// Whether `h` exists and can take `n` more references without its count saturating.
+    pub fn can_hold(&self, h: u32, n: u64) -> bool {
+        self.slot(h)
+            .is_some_and(|s| u64::from(s.refs) + n < u64::from(u32::MAX))
+    }
+
+    /// Drops one reference to `h` (none from a saturated count, see [`Table::hold`]).
     pub fn release(&mut self, h: u32) {
         if let Some(s) = self.slot_mut(h) {
-            s.refs = s.refs.saturating_sub(1);
+            if s.refs != u32::MAX {
+                s.refs = s.refs.saturating_sub(1);
+            }
         }
     }
 
@@ -228,6 +267,29 @@ mod tests {
         );
         t.clear();
         assert_eq!((t.len(), t.iter().count(), t.contains(10)), (0, 0, false));
+    }
+
+    #[test]
+    fn references_neither_wrap_nor_panic() {
+        let mut t: Table<()> = Table::new(1, 8, E);
+        let h = t.insert((), 8).unwrap();
+        t.slot_mut(h).unwrap().refs = u32::MAX - 2;
+        assert!(
+            t.can_hold(h, 1) && !t.can_hold(h, 2),
+            "u32::MAX is saturated"
+        );
+        t.hold(h);
+        t.hold(h);
+        t.hold(h);
+        assert_eq!(t.refs(h), u32::MAX, "saturated, not wrapped");
+        t.release(h);
+        assert_eq!(
+            t.refs(h),
+            u32::MAX,
+            "a saturated count is no longer exact: it stays"
+        );
+        assert_eq!(t.remove(h).unwrap_err().syndrome, 2, "busy until teardown");
+        assert!(!t.can_hold(99, 1), "unknown handle");
     }
 
     #[test]

@@ -202,3 +202,39 @@ fn a_second_enable_after_disable_starts_over() {
     host.bring_up();
     assert_eq!(host.dev.pages_held(), 48);
 }
+
+/// A prepared fast teardown that the driver then did not finish (a graceful or forced
+/// TEARDOWN_HCA came instead) is forgotten: setting the NIC interface to disabled later, on a
+/// new function, does not tear that one down.
+#[test]
+fn an_unfinished_fast_teardown_is_forgotten() {
+    use mlx5_prm::TeardownHcaProfile as P;
+    let host = Host::inline();
+    let dev = host.dev.clone();
+    let teardown = |profile: P| {
+        host.run::<cmd::TeardownHca>(0, 0, 0, |i| i.set_profile(profile))
+            .ok();
+    };
+    let leave = || {
+        teardown(P::GracefulClose);
+        host.take(dev.pages_held()).ok();
+        host.simple::<cmd::DisableHca>(0).ok();
+    };
+    for instead in [P::GracefulClose, P::ForceClose] {
+        host.bring_up();
+        teardown(P::PrepareFastTeardown);
+        teardown(instead);
+        host.take(dev.pages_held()).ok();
+        host.simple::<cmd::DisableHca>(0).ok();
+        host.bring_up();
+        host.alloc_pd();
+        let l_sz = dev.read32(0x14);
+        dev.write32(0x14, (l_sz & 0xffff_f000) | 1 << 8);
+        assert_eq!(
+            dev.objects().pds,
+            1,
+            "{instead:?}: the new function was torn down"
+        );
+        leave();
+    }
+}

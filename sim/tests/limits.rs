@@ -1,5 +1,6 @@
-//! What a guest can make the model keep is bounded: the command log is a ring, and the
-//! firmware thread's queue of BAR writes is bounded without blocking the writer forever.
+//! What a guest can make the model keep is bounded: the command log is a ring, the firmware
+//! thread's queue of BAR writes is bounded without blocking the writer forever, and what
+//! objects keep of the guest's choosing is under one budget.
 
 mod common;
 
@@ -7,8 +8,10 @@ use common::dp::Node;
 use common::eth::Eth;
 use common::Host;
 use mlx5_prm::cmd;
-use mlx5_prm::RqState;
-use mlx5_sim::{Link, COMMAND_LOG};
+use mlx5_prm::rt::{BytesMut, Command};
+use mlx5_prm::{FlowTableType, RqMemType, RqState, WqType};
+use mlx5_sim::syndrome as syn;
+use mlx5_sim::{Link, COMMAND_LOG, STORAGE_BUDGET};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -121,4 +124,162 @@ fn a_bar_write_visits_only_the_queues_with_work_pending() {
     dev.tick();
     assert_eq!(dev.pending_work(), 0);
     drop(cqs);
+}
+
+const LIM: u8 = 0x8;
+
+/// CREATE_MKEY (MTT) in `pd` with `octwords` octwords of translations, as many as its context's
+/// translations_octword_size says.
+fn create_mkey(host: &Host, pd: u32, octwords: u32) -> common::Reply {
+    host.run::<cmd::CreateMkey>(0, octwords as usize * 16, 0, |i| {
+        let mut m = i.memory_key_mkey_entry_mut();
+        m.set_pd(pd);
+        m.set_access_mode_1_0(1);
+        m.set_translations_octword_size(octwords);
+        i.set_translations_octword_actual_size(octwords);
+    })
+}
+
+fn destroy_mkey(host: &Host, index: u32) {
+    host.run::<cmd::DestroyMkey>(0, 0, 0, |i| i.set_mkey_index(index))
+        .ok();
+}
+
+/// Creates mkeys until the storage budget refuses one, largest first (16 MiB, then smaller,
+/// down to one octword), so that less than one octword of it is left; returns their indices
+/// and the bytes of translations they hold.
+fn fill_with_mkeys(host: &Host, pd: u32) -> (Vec<u32>, u64) {
+    let (mut keys, mut bytes) = (Vec::new(), 0u64);
+    for log in (0..=20).rev().step_by(4) {
+        let octwords = 1u32 << log;
+        let most = STORAGE_BUDGET / (u64::from(octwords) * 16) + 1;
+        let mut refused = false;
+        for _ in 0..most {
+            let r = create_mkey(host, pd, octwords);
+            if r.status() != 0 {
+                r.fails(LIM, syn::STORAGE_BUDGET_EXHAUSTED);
+                refused = true;
+                break;
+            }
+            keys.push(mlx5_prm::CreateMkeyOut::new_unchecked(&r.out[..]).mkey_index());
+            bytes += u64::from(octwords) * 16;
+        }
+        assert!(refused, "{octwords} octwords: no refusal past the budget");
+    }
+    (keys, bytes)
+}
+
+/// CREATE_CQ of 2^10 64-byte CQEs (16 pages) whose page list names the page at `page` 16
+/// times: a list of the guest's choosing, as long as the ring needs.
+fn create_cq(host: &Host, eqn: u8, uar: u32, page: u64, dbr: u64) -> common::Reply {
+    host.run::<cmd::CreateCq>(0, 16 * 8, 0, |i| {
+        let mut c = i.cq_context_mut();
+        c.set_log_cq_size(10);
+        c.set_uar_page(uar);
+        c.set_c_eqn_or_apu_element(eqn.into());
+        c.set_dbr_addr(dbr);
+        for p in 0..16 {
+            i.set_pas(p, page).unwrap();
+        }
+    })
+}
+
+/// CREATE_RQ of 64 WQEs of 64 bytes (one page) completing into `cqn`.
+fn create_rq(host: &Host, cqn: u32, pd: u32, dbr: u64) -> u32 {
+    let ring = host.alloc(4096, 4096);
+    let mut buf = vec![0u8; 0x118];
+    let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
+    let mut c = i.ctx_mut();
+    c.set_state(RqState::Rst);
+    c.set_mem_rq_type(RqMemType::MemoryRqInline);
+    c.set_cqn(cqn);
+    let mut w = c.wq_mut();
+    w.set_wq_type(WqType::Cyclic);
+    w.set_log_wq_stride(6);
+    w.set_log_wq_sz(6);
+    w.set_pd(pd);
+    w.set_dbr_addr(dbr);
+    buf.write_be64(0x110, ring.iova);
+    common::eth::id_at(&host.exec(&buf, 16).ok())
+}
+
+/// CREATE_RQT of `n` entries, all `rqn`.
+fn create_rqt(host: &Host, rqn: u32, n: u16) -> common::Reply {
+    host.run::<cmd::CreateRqt>(0, usize::from(n) * 4, 0, |i| {
+        let mut c = i.rqt_context_mut();
+        c.set_rqt_max_size(n);
+        c.set_rqt_actual_size(n);
+        for k in 0..usize::from(n) {
+            i.storage_mut().write_be32(0x110 + 4 * k, rqn);
+        }
+    })
+}
+
+/// What objects keep of a guest's choosing (translations, page lists, RQT entries) is bounded
+/// by one budget for the whole model: past it a create or resize is refused with LIM, a
+/// destroy makes room again, and a teardown gives all of it back.
+#[test]
+fn guest_sized_storage_is_bounded_model_wide() {
+    let host = Host::inline();
+    host.bring_up();
+    let uar = host.alloc_uar();
+    let pd = host.alloc_pd();
+    let (eqn, _ring) = host.create_eq(4, 0, uar, 0);
+    let cqn = host.create_cq(eqn, uar, 6);
+    let page = host.alloc(4096, 4096);
+    let dbr = host.alloc(64, 64);
+    let rq = create_rq(&host, cqn, pd, dbr.iova + 8);
+    let table = host
+        .run::<cmd::CreateFlowTable>(0, 0, 0, |i| {
+            i.set_table_type(FlowTableType::NicRx);
+            i.flow_table_context_mut().set_log_size(4);
+        })
+        .ok();
+    let table = common::eth::id_at(&table);
+    let (keys, bytes) = fill_with_mkeys(&host, pd);
+    assert!(bytes > STORAGE_BUDGET - 1024 && bytes <= STORAGE_BUDGET);
+
+    // Full: every kind of guest-sized list is refused, and a resize that grows one.
+    create_cq(&host, eqn, uar, page.iova, dbr.iova).fails(LIM, syn::STORAGE_BUDGET_EXHAUSTED);
+    create_rqt(&host, rq, 4).fails(LIM, syn::STORAGE_BUDGET_EXHAUSTED);
+    host.run::<cmd::ModifyCq>(cmd::ModifyCqOpMod::ResizeCq, 16 * 8, 0, |i| {
+        i.set_cqn(cqn);
+        i.modify_field_select_resize_field_select_mut()
+            .resize_field_select_mut()
+            .set_resize_field_select(0x1);
+        i.cq_context_mut().set_log_cq_size(10);
+        for p in 0..16 {
+            i.set_pas(p, page.iova).unwrap();
+        }
+    })
+    .fails(LIM, syn::STORAGE_BUDGET_EXHAUSTED);
+    // A flow group keeps its match criteria (destination MAC: 6 mask bytes).
+    host.run::<cmd::CreateFlowGroup>(0, 0, 0, |i| {
+        i.set_table_type(FlowTableType::NicRx);
+        i.set_table_id(table);
+        i.set_end_flow_index(15);
+        i.set_match_criteria_enable(1);
+        i.match_criteria_mut().storage_mut()[..6].fill(0xff);
+    })
+    .fails(LIM, syn::STORAGE_BUDGET_EXHAUSTED);
+
+    // A destroy makes room; what was refused now fits, and the room is taken again.
+    destroy_mkey(&host, keys[0]);
+    let cq = create_cq(&host, eqn, uar, page.iova, dbr.iova).ok();
+    let rqt = common::eth::id_at(&create_rqt(&host, rq, 4).ok());
+    create_mkey(&host, pd, 1 << 20).fails(LIM, syn::STORAGE_BUDGET_EXHAUSTED);
+    host.run::<cmd::DestroyRqt>(0, 0, 0, |i| i.set_rqtn(rqt))
+        .ok();
+    let cqn2 = mlx5_prm::CreateCqOut::new_unchecked(&cq.out[..]).cqn();
+    host.run::<cmd::DestroyCq>(0, 0, 0, |i| i.set_cqn(cqn2))
+        .ok();
+    create_mkey(&host, pd, 1 << 20).ok();
+
+    // A teardown drops every object and gives their storage back.
+    host.run::<cmd::TeardownHca>(0, 0, 0, |_| {}).ok();
+    assert_eq!(host.dev.objects().total(), 0);
+    host.simple::<cmd::InitHca>(0).ok();
+    let pd = host.alloc_pd();
+    let (_, again) = fill_with_mkeys(&host, pd);
+    assert_eq!(again, STORAGE_BUDGET, "all of it, nothing else left");
 }

@@ -220,6 +220,7 @@ fn mkeys() {
             m.set_mkey_7_0(0x42);
             m.set_start_addr(0x1_0000_0000);
             m.set_len(4096);
+            m.set_translations_octword_size(1);
             i.set_translations_octword_actual_size(1);
             i.set_klm_pas_mtt(1, 0x1000).unwrap();
         })
@@ -236,6 +237,8 @@ fn mkeys() {
         .fails(0x6, syn::PD_BUSY);
     host.run::<cmd::CreateMkey>(0, 0, 0, |i| {
         i.memory_key_mkey_entry_mut().set_pd(pd);
+        i.memory_key_mkey_entry_mut()
+            .set_translations_octword_size(4);
         i.set_translations_octword_actual_size(4);
     })
     .fails(0x50, syn::MKEY_TRANSLATIONS_SHORT);
@@ -502,4 +505,110 @@ fn vport_and_port_registers() {
         i.set_register_id(0x9999);
     })
     .fails(0x3, syn::REG_UNKNOWN);
+}
+
+/// A create may carry at most the translation entries its context makes room for
+/// (translations_octword_actual_size ≤ mkc.translations_octword_size, spec/mkey.yaml).
+#[test]
+fn mkey_translations_within_the_contexts_size() {
+    let host = Host::inline();
+    host.bring_up();
+    let pd = host.alloc_pd();
+    let create = |size: u32, actual: u32| {
+        host.run::<cmd::CreateMkey>(0, actual as usize * 16, 0, |i| {
+            let mut m = i.memory_key_mkey_entry_mut();
+            m.set_pd(pd);
+            m.set_access_mode_1_0(1);
+            m.set_translations_octword_size(size);
+            i.set_translations_octword_actual_size(actual);
+        })
+    };
+    create(1, 2).fails(0x3, syn::MKEY_TRANSLATIONS_TOO_MANY);
+    create(0, 1).fails(0x3, syn::MKEY_TRANSLATIONS_TOO_MANY);
+    // Fewer than room for (the rest written later by UMR), or as many.
+    create(4, 2).ok();
+    create(2, 2).ok();
+    create(8, 0).ok();
+}
+
+/// INIT2RTR's log_rra_max and RTR2RTS's log_sra_max stay within log_max_ra_res_qp and
+/// log_max_ra_req_qp (4 in every profile): the responder keeps that many reads and atomics
+/// for duplicates.
+#[test]
+fn qp_read_and_atomic_depths_within_the_capabilities() {
+    let host = Host::inline();
+    host.bring_up();
+    let uar = host.alloc_uar();
+    let pd = host.alloc_pd();
+    let (eqn, _ring) = host.create_eq(4, 0, uar, 0);
+    let cqn = host.create_cq(eqn, uar, 6);
+    let Qp { qpn } = create_qp(&host, pd, uar, cqn);
+    host.run::<cmd::Rst2initQp>(0, 0, 0, |i| {
+        i.set_qpn(qpn);
+        i.qpc_mut().primary_address_path_mut().set_vhca_port_num(1);
+    })
+    .ok();
+    let init2rtr = |rra: u8| {
+        host.run::<cmd::Init2rtrQp>(0, 0, 0, |i| {
+            i.set_qpn(qpn);
+            let mut q = i.qpc_mut();
+            q.set_mtu(QpMtu::Mtu1k);
+            q.set_log_rra_max(rra);
+            q.primary_address_path_mut().set_vhca_port_num(1);
+        })
+    };
+    init2rtr(5).fails(0x3, syn::QP_BAD_RRA_MAX);
+    init2rtr(7).fails(0x3, syn::QP_BAD_RRA_MAX);
+    assert_eq!(qp_state(&host, qpn).0, Ok(QpState::Init), "unchanged");
+    init2rtr(4).ok();
+    let rtr2rts = |sra: u8| {
+        host.run::<cmd::Rtr2rtsQp>(0, 0, 0, |i| {
+            i.set_qpn(qpn);
+            i.qpc_mut().set_log_sra_max(sra);
+        })
+    };
+    rtr2rts(5).fails(0x3, syn::QP_BAD_SRA_MAX);
+    assert_eq!(qp_state(&host, qpn).0, Ok(QpState::Rtr), "unchanged");
+    rtr2rts(4).ok();
+    let out = qp_state(&host, qpn).1;
+    assert_eq!((out.qpc().log_rra_max(), out.qpc().log_sra_max()), (4, 4));
+}
+
+/// CREATE_RQ: a striding RQ only with the striding_rq capability (off in every profile), and
+/// a stride no larger than max_wqe_sz_rq (512 bytes).
+#[test]
+fn rq_type_and_stride_within_the_capabilities() {
+    let host = Host::inline();
+    host.bring_up();
+    let uar = host.alloc_uar();
+    let pd = host.alloc_pd();
+    let (eqn, _ring) = host.create_eq(4, 0, uar, 0);
+    let cqn = host.create_cq(eqn, uar, 6);
+    let ring = host.alloc(4096, 4096);
+    let dbr = host.alloc(64, 64);
+    let rq = |ty: WqType, log_stride: u8| {
+        let mut buf = vec![0u8; 0x118];
+        let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
+        let mut c = i.ctx_mut();
+        c.set_state(RqState::Rst);
+        c.set_mem_rq_type(RqMemType::MemoryRqInline);
+        c.set_cqn(cqn);
+        let mut w = c.wq_mut();
+        w.set_wq_type(ty);
+        w.set_log_wq_stride(log_stride);
+        // One page whatever the stride.
+        w.set_log_wq_sz(12 - log_stride.min(12));
+        w.set_pd(pd);
+        w.set_dbr_addr(dbr.iova);
+        set_wq_page(&mut buf, ring.iova);
+        host.exec(&buf, 16)
+    };
+    assert!(!host.dev.config().caps.general_cur.striding_rq());
+    rq(WqType::CyclicStridingRq, 6).fails(0x3, syn::RQ_STRIDING_UNSUPPORTED);
+    assert_eq!(host.dev.config().caps.general_cur.max_wqe_sz_rq(), 512);
+    rq(WqType::Cyclic, 10).fails(0x3, syn::RQ_STRIDE_TOO_LARGE);
+    rq(WqType::Cyclic, 15).fails(0x3, syn::RQ_STRIDE_TOO_LARGE);
+    rq(WqType::Cyclic, 9).ok();
+    rq(WqType::Cyclic, 4).ok();
+    rq(WqType::Cyclic, 3).fails(0x3, syn::RQ_BAD_WQ);
 }

@@ -27,15 +27,23 @@ impl Criteria {
     /// `criteria_enable`.
     pub fn new(criteria_enable: u8, criteria: &[u8]) -> Criteria {
         let enable = criteria_enable & CRITERIA_PARTS;
-        let bytes = (0..PARTS)
+        let mut bytes = (0..PARTS)
             .filter(|part| enable >> part & 1 == 1)
             .flat_map(|part| part * PART..(part + 1) * PART)
             .filter_map(|i| {
                 let m = criteria.get(i).copied().unwrap_or(0);
                 (m != 0).then_some((i as u16, m))
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // Kept for the group's life (and copied into each entry): no spare capacity, so what
+        // it takes is what the storage budget is charged for.
+        bytes.shrink_to_fit();
         Criteria { bytes }
+    }
+
+    /// Bytes it keeps (charged to the storage budget by its group and each entry).
+    pub fn kept(&self) -> u64 {
+        std::mem::size_of_val(self.bytes.as_slice()) as u64
     }
 
     /// An entry's match value (fte_match_param, zeros past its end) at the offsets that

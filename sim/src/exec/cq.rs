@@ -2,6 +2,7 @@
 //! and resize). A CQ refers to its EQ and UAR page; QPs and work queues refer to it.
 
 use super::{eq::ring_offset, out, Ctx, Req};
+use crate::budget::Charged;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
 use crate::pas::{check_dbr, PageList, PasErrors};
@@ -44,6 +45,12 @@ pub(crate) struct Cq {
     pub unreported: u32,
     /// When the oldest of them was written.
     pub unreported_since: Option<std::time::Instant>,
+}
+
+impl Charged for Cq {
+    fn charged(&self) -> u64 {
+        self.ring.charged()
+    }
 }
 
 /// Bytes per CQE for cqe_sz (64, or 128 with the CQE in the second half).
@@ -106,7 +113,7 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         unreported: 0,
         unreported_since: None,
     };
-    let cqn = cx.m.cqs.insert(cq, limit)?;
+    let cqn = cx.m.cqs.insert_charged(cq, limit, &mut cx.m.storage)?;
     cx.m.eqs.hold(eqn);
     cx.m.uars.hold(uar);
     let mut o = out::<cmd::CreateCq>(0);
@@ -116,9 +123,8 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 
 /// DESTROY_CQ: fails while a QP, SQ or RQ completes into it.
 pub(super) fn destroy(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    let cq =
-        cx.m.cqs
-            .remove(DestroyCqIn::new_unchecked(req.input).cqn())?;
+    let cqn = DestroyCqIn::new_unchecked(req.input).cqn();
+    let cq = cx.m.cqs.remove_charged(cqn, &mut cx.m.storage)?;
     cx.m.eqs.release(cq.eqn);
     cx.m.uars.release(cq.uar);
     Ok(out::<cmd::DestroyCq>(0))
@@ -194,6 +200,8 @@ pub(super) fn modify(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             ctx.set_log_page_size(new.log_page_size());
         }
         let ring = ring(cx, &ctx, input.pas_len(), input.pas_iter())?;
+        let old = cx.m.cqs.get(cqn)?.ring.charged();
+        cx.m.storage.replace(old, ring.charged())?;
         let cq = cx.m.cqs.get_mut(cqn)?;
         cq.ctx = ctx;
         cq.ring = ring;

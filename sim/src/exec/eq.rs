@@ -4,6 +4,7 @@
 //! first doorbell (Linux does so as it enables the EQ).
 
 use super::{out, Ctx, Req};
+use crate::budget::Charged;
 use crate::events::{self, Eq, EQE_SIZE};
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
@@ -19,6 +20,12 @@ const PAS_ERRORS: PasErrors = PasErrors {
     unaligned: s::EQ_PAS_UNALIGNED,
     unmapped: s::EQ_PAS_UNMAPPED,
 };
+
+impl Charged for Eq {
+    fn charged(&self) -> u64 {
+        self.ring.charged()
+    }
+}
 
 /// Byte offset of a ring that starts `page_offset` 64ths into pages of 4 KiB << `log_page`.
 pub(crate) fn ring_offset(page_offset: u8, log_page: u8) -> u64 {
@@ -66,7 +73,7 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     };
     let pages_eq = eq.subscribed(EventType::PageRequest.raw());
     let limit = Model::limit(cx.m.gen().log_max_eq());
-    let eqn = cx.m.eqs.insert(eq, limit)?;
+    let eqn = cx.m.eqs.insert_charged(eq, limit, &mut cx.m.storage)?;
     cx.m.uars.hold(uar);
     if pages_eq {
         // Firmware asks for its regular pages once it has somewhere to ask.
@@ -80,7 +87,7 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 /// DESTROY_EQ: fails while a CQ reports to the EQ.
 pub(super) fn destroy(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let eqn = DestroyEqIn::new_unchecked(req.input).eq_number();
-    let eq = cx.m.eqs.remove(eqn.into())?;
+    let eq = cx.m.eqs.remove_charged(eqn.into(), &mut cx.m.storage)?;
     cx.m.uars.release(eq.uar);
     Ok(out::<cmd::DestroyEq>(0))
 }

@@ -13,6 +13,7 @@
 //! model does not. The data path bounds its walk regardless (`datapath/steer.rs`).
 
 use super::{out, Ctx, Req};
+use crate::budget::Charged;
 use crate::datapath::matcher::Criteria;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::syndrome as s;
@@ -113,6 +114,21 @@ pub(crate) struct Fte {
     /// The group's compiled criteria, copied (a group cannot change, nor go while it has
     /// entries), so steering needs no group lookup per entry.
     pub criteria: Criteria,
+}
+
+impl Charged for FlowGroup {
+    /// The compiled criteria: a few bytes per mask byte the guest set, up to 448.
+    fn charged(&self) -> u64 {
+        self.compiled.kept()
+    }
+}
+
+impl Charged for Fte {
+    /// The masked value, the group's criteria copied, the destinations.
+    fn charged(&self) -> u64 {
+        (self.masked.len() + std::mem::size_of_val(self.dests.as_slice())) as u64
+            + self.criteria.kept()
+    }
 }
 
 /// Every table and group, and the root table of each type.
@@ -236,7 +252,9 @@ pub(super) fn create_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         end,
         compiled: Criteria::new(criteria_enable, &match_bytes(req.input, CRITERIA)),
     };
-    let id = flow.groups.insert(group, MAX_GROUPS)?;
+    let id = flow
+        .groups
+        .insert_charged(group, MAX_GROUPS, &mut cx.m.storage)?;
     flow.tables.hold(table_id);
     let mut o = out::<cmd::CreateFlowGroup>(0);
     CreateFlowGroupOut::new_unchecked(&mut o[..]).set_group_id(id);
@@ -362,6 +380,14 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         masked,
         criteria,
     };
+    let old = match table_of(&cx.m.flow, table_id, ty, s::FT_UNKNOWN)?
+        .entries
+        .get(&index)
+    {
+        Some(old) => old.charged(),
+        None => 0,
+    };
+    cx.m.storage.replace(old, entry.charged())?;
     hold(cx, &entry.dests);
     let table = cx.m.flow.tables.get_mut(table_id)?;
     match table.entries.insert(index, entry) {
@@ -404,6 +430,7 @@ pub(super) fn delete_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     )?;
     let entry = cx.m.flow.tables.get_mut(table_id)?.entries.remove(&index);
     if let Some(entry) = entry {
+        cx.m.storage.refund(entry.charged());
         cx.m.flow.entries = cx.m.flow.entries.saturating_sub(1);
         release(cx, &entry.dests);
     }
@@ -429,7 +456,7 @@ pub(super) fn destroy_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         .iter()
         .any(|(i, e)| e.group == group_id || (group.start..=group.end).contains(i));
     ensure(!in_use, Fail::bad_param(s::FG_NOT_EMPTY))?;
-    flow.groups.remove(group_id)?;
+    flow.groups.remove_charged(group_id, &mut cx.m.storage)?;
     flow.tables.release(table_id);
     Ok(out::<cmd::DestroyFlowGroup>(0))
 }

@@ -108,6 +108,9 @@ pub(super) fn init(cx: &mut Ctx<'_>, _req: &Req<'_>) -> Outcome {
 /// held pages stay held until the driver takes them back. Prepare-fast only arms the fast
 /// path: the command completes as usual (by event, in Linux's case), and the function is torn
 /// down when the driver then sets the NIC interface to disabled ([`nic_interface_disabled`]).
+/// A graceful or forced teardown after it ends the function the other way, so the prepared
+/// fast teardown is forgotten: the interface set to disabled later, once the driver has
+/// started the function again, must not drop that function's objects.
 pub(super) fn teardown(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let profile = TeardownHcaIn::new_unchecked(req.input).profile();
     ensure(
@@ -132,6 +135,7 @@ pub(super) fn teardown(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         Err(_) => return Err(Fail::bad_param(s::TEARDOWN_BAD_PROFILE)),
     }
     cx.m.drop_objects();
+    cx.m.fast_teardown_prepared = false;
     cx.m.hca = Hca::Enabled;
     Ok(out::<cmd::TeardownHca>(0))
 }

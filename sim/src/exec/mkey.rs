@@ -3,6 +3,7 @@
 //! (`datapath::mem`).
 
 use super::{out, Ctx, Req};
+use crate::budget::Charged;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
 use crate::syndrome as s;
@@ -75,8 +76,16 @@ impl Mkey {
     }
 }
 
+impl Charged for Mkey {
+    /// The translation entries: as many as the guest sent, up to a whole mailbox chain.
+    fn charged(&self) -> u64 {
+        self.translations.len() as u64
+    }
+}
+
 /// CREATE_MKEY: the PD must exist; the input must carry translations_octword_actual_size
-/// octwords of translations.
+/// octwords of translations, no more than the context's translations_octword_size makes room
+/// for (the PRM's rule: the rest of the table, if any, is written later by UMR).
 pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let input = CreateMkeyIn::new_unchecked(req.input);
     let ctx = input.memory_key_mkey_entry();
@@ -84,6 +93,10 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     ensure(
         mode <= MAX_ACCESS_MODE,
         Fail::bad_param(s::MKEY_BAD_ACCESS_MODE),
+    )?;
+    ensure(
+        input.translations_octword_actual_size() <= ctx.translations_octword_size(),
+        Fail::bad_param(s::MKEY_TRANSLATIONS_TOO_MANY),
     )?;
     let pd = ctx.pd();
     cx.m.pds.check(pd, s::MKEY_PD_UNKNOWN)?;
@@ -96,7 +109,8 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let mut stored = Mkc::zeroed();
     stored.storage_mut().copy_from_slice(ctx.storage());
     let limit = Model::limit(cx.m.gen().log_max_mkey());
-    let index = cx.m.mkeys.insert(Mkey::new(stored, translations), limit)?;
+    let mkey = Mkey::new(stored, translations);
+    let index = cx.m.mkeys.insert_charged(mkey, limit, &mut cx.m.storage)?;
     cx.m.pds.hold(pd);
     let mut o = out::<cmd::CreateMkey>(0);
     CreateMkeyOut::new_unchecked(&mut o[..]).set_mkey_index(index);
@@ -105,9 +119,8 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 
 /// DESTROY_MKEY.
 pub(super) fn destroy(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    let mkey =
-        cx.m.mkeys
-            .remove(DestroyMkeyIn::new_unchecked(req.input).mkey_index())?;
+    let index = DestroyMkeyIn::new_unchecked(req.input).mkey_index();
+    let mkey = cx.m.mkeys.remove_charged(index, &mut cx.m.storage)?;
     cx.m.pds.release(mkey.ctx.pd());
     Ok(out::<cmd::DestroyMkey>(0))
 }

@@ -10,6 +10,7 @@
 
 use super::{eq::ring_offset, out, Ctx, Req};
 use crate::bits::copy_bits;
+use crate::budget::Charged;
 use crate::clock::Stamp;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
@@ -57,6 +58,12 @@ pub(crate) struct Qp {
     pub rnr: Option<u8>,
     /// Data path: the RoCE transport's state (`RcTransport::Roce`), made on first use.
     pub roce: Option<crate::datapath::roce::Conn>,
+}
+
+impl Charged for Qp {
+    fn charged(&self) -> u64 {
+        self.buf.as_ref().map_or(0, PageList::charged)
+    }
 }
 
 /// Reads a QP context out of `input`.
@@ -137,7 +144,7 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         rnr: None,
         roce: None,
     };
-    let qpn = cx.m.qps.insert(qp, limit)?;
+    let qpn = cx.m.qps.insert_charged(qp, limit, &mut cx.m.storage)?;
     cx.m.pds.hold(pd);
     cx.m.uars.hold(uar);
     for cqn in cqn_snd.into_iter().chain(cqn_rcv) {
@@ -160,9 +167,8 @@ pub(crate) fn qp_ts_caps(caps: &crate::caps::Caps) -> u8 {
 
 /// DESTROY_QP, in any state.
 pub(super) fn destroy(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    let qp =
-        cx.m.qps
-            .remove(DestroyQpIn::new_unchecked(req.input).qpn())?;
+    let qpn = DestroyQpIn::new_unchecked(req.input).qpn();
+    let qp = cx.m.qps.remove_charged(qpn, &mut cx.m.storage)?;
     cx.m.pds.release(qp.pd);
     cx.m.uars.release(qp.uar);
     for cqn in qp.cqn_snd.into_iter().chain(qp.cqn_rcv) {
@@ -288,6 +294,20 @@ pub(super) fn transition(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         ensure(
             ctx.log_msg_max() <= gen.log_max_msg(),
             Fail::bad_param(s::QP_BAD_MSG_MAX),
+        )?;
+    }
+    // The responder keeps the reads and atomics it may have to answer again, as many as
+    // log_rra_max allows (datapath::roce::resp); the requester keeps log_sra_max in flight.
+    if writes(t, mask, "qpc.log_rra_max") {
+        ensure(
+            ctx.log_rra_max() <= gen.log_max_ra_res_qp(),
+            Fail::bad_param(s::QP_BAD_RRA_MAX),
+        )?;
+    }
+    if writes(t, mask, "qpc.log_sra_max") {
+        ensure(
+            ctx.log_sra_max() <= gen.log_max_ra_req_qp(),
+            Fail::bad_param(s::QP_BAD_SRA_MAX),
         )?;
     }
     ctx.set_state(t.to);

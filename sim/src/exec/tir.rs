@@ -2,6 +2,7 @@
 //! _RQT, with their references (transport domain, PD, RQs, RQT) checked and counted.
 
 use super::{out, Ctx, Req};
+use crate::budget::Charged;
 use crate::datapath::rss::{self, HashConfig};
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
@@ -70,6 +71,18 @@ pub(crate) struct Rqt {
     pub rqs: Vec<u32>,
     /// rqt_max_size at creation: MODIFY_RQT's lists may not be longer.
     pub max: u16,
+}
+
+impl Charged for Rqt {
+    /// The entries: up to 2^log_max_rqt_size of them, the guest's choice.
+    fn charged(&self) -> u64 {
+        list_bytes(&self.rqs)
+    }
+}
+
+/// Bytes of an RQT's entry list.
+fn list_bytes(rqs: &[u32]) -> u64 {
+    std::mem::size_of_val(rqs) as u64
 }
 
 /// CREATE_TIS: names a transport domain (and optionally a PD).
@@ -180,7 +193,8 @@ pub(super) fn destroy_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 
 /// The RQ list of an RQT context at `at` in `input` (the list trails the context, past the
 /// fixed part the input view covers, so the context is viewed over the rest of the input):
-/// rqt_actual_size existing RQs (repeats allowed), at most `max`.
+/// rqt_actual_size existing RQs (repeats allowed), at most `max`. Each RQ must be able to
+/// take a reference per entry (as if every entry named it) without its count saturating.
 fn rq_list(cx: &Ctx<'_>, input: &[u8], at: usize, max: u16) -> Outcome<Vec<u32>> {
     let ctx = Rqtc::new_unchecked(input.get(at..).unwrap_or(&[]));
     let actual = ctx.rqt_actual_size();
@@ -192,11 +206,15 @@ fn rq_list(cx: &Ctx<'_>, input: &[u8], at: usize, max: u16) -> Outcome<Vec<u32>>
         ctx.rq_num_len() >= actual.into(),
         Fail::inp_len(s::RQT_LIST_SHORT),
     )?;
-    let rqs: Vec<u32> = (0..usize::from(actual))
-        .filter_map(|i| ctx.rq_num(i).map(|e| e.rq_num()))
-        .collect();
+    // Exactly `actual` slots: the list takes what the budget is charged for.
+    let mut rqs = Vec::with_capacity(usize::from(actual));
+    rqs.extend((0..usize::from(actual)).filter_map(|i| ctx.rq_num(i).map(|e| e.rq_num())));
     for &rqn in &rqs {
         cx.m.rqs.check(rqn, s::RQT_RQ_UNKNOWN)?;
+        ensure(
+            cx.m.rqs.can_hold(rqn, actual.into()),
+            Fail::lim(s::RQT_RQ_REFS),
+        )?;
     }
     Ok(rqs)
 }
@@ -208,14 +226,9 @@ pub(super) fn create_rqt(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     ensure(u64::from(max) <= cap, Fail::bad_param(s::RQT_BAD_SIZE))?;
     let rqs = rq_list(cx, req.input, RQTC, max)?;
     let limit = Model::limit(cx.m.gen().log_max_rqt());
-    let rqtn = cx.m.rqts.insert(
-        Rqt {
-            rqs: rqs.clone(),
-            max,
-        },
-        limit,
-    )?;
-    for rqn in rqs {
+    let rqt = Rqt { rqs, max };
+    let rqtn = cx.m.rqts.insert_charged(rqt, limit, &mut cx.m.storage)?;
+    for &rqn in &cx.m.rqts.get(rqtn)?.rqs {
         cx.m.rqs.hold(rqn);
     }
     let mut o = out::<cmd::CreateRqt>(0);
@@ -231,6 +244,8 @@ pub(super) fn modify_rqt(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let max = cx.m.rqts.get(rqtn)?.max;
     if input.bitmask().rqn_list() {
         let rqs = rq_list(cx, req.input, MODIFY_RQTC, max)?;
+        let old = list_bytes(&cx.m.rqts.get(rqtn)?.rqs);
+        cx.m.storage.replace(old, list_bytes(&rqs))?;
         for &rqn in &rqs {
             cx.m.rqs.hold(rqn);
         }
@@ -244,9 +259,8 @@ pub(super) fn modify_rqt(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 
 /// DESTROY_RQT: fails while a TIR spreads over it.
 pub(super) fn destroy_rqt(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    let rqt =
-        cx.m.rqts
-            .remove(DestroyRqtIn::new_unchecked(req.input).rqtn())?;
+    let rqtn = DestroyRqtIn::new_unchecked(req.input).rqtn();
+    let rqt = cx.m.rqts.remove_charged(rqtn, &mut cx.m.storage)?;
     for rqn in rqt.rqs {
         cx.m.rqs.release(rqn);
     }

@@ -8,6 +8,7 @@
 //! MODIFY_RQ have no bitmask bit for it, so a modify leaves it as created.
 
 use super::{eq::ring_offset, out, Ctx, Req};
+use crate::budget::Charged;
 use crate::clock::Stamp;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::model::Model;
@@ -63,6 +64,18 @@ pub(crate) struct Rq {
     pub stamp: Stamp,
     /// Data path: receive WQEs consumed.
     pub ci: u16,
+}
+
+impl Charged for Sq {
+    fn charged(&self) -> u64 {
+        self.ring.charged()
+    }
+}
+
+impl Charged for Rq {
+    fn charged(&self) -> u64 {
+        self.ring.charged()
+    }
 }
 
 /// The ring described by the wq of a create input: geometry and page list.
@@ -136,7 +149,7 @@ pub(super) fn create_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         stamp,
         ci: 0,
     };
-    let sqn = cx.m.sqs.insert(sq, limit)?;
+    let sqn = cx.m.sqs.insert_charged(sq, limit, &mut cx.m.storage)?;
     cx.m.cqs.hold(cqn);
     cx.m.pds.hold(pd);
     cx.m.uars.hold(uar);
@@ -208,9 +221,8 @@ pub(super) fn query_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 
 /// DESTROY_SQ, in any state.
 pub(super) fn destroy_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    let sq =
-        cx.m.sqs
-            .remove(DestroySqIn::new_unchecked(req.input).sqn())?;
+    let sqn = DestroySqIn::new_unchecked(req.input).sqn();
+    let sq = cx.m.sqs.remove_charged(sqn, &mut cx.m.storage)?;
     cx.m.cqs.release(sq.cqn);
     cx.m.pds.release(sq.pd);
     cx.m.uars.release(sq.uar);
@@ -220,7 +232,8 @@ pub(super) fn destroy_sq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     Ok(out::<cmd::DestroySq>(0))
 }
 
-/// CREATE_RQ: a cyclic (or cyclic striding) ring of its own, completing into a CQ.
+/// CREATE_RQ: a cyclic ring of its own (striding too, with the striding_rq capability),
+/// completing into a CQ.
 pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let input = CreateRqIn::new_unchecked(req.input);
     let ctx = input.ctx();
@@ -239,6 +252,7 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
             && wq.log_wq_sz() <= cx.m.gen().log_max_wq_sz(),
         Fail::bad_param(s::RQ_BAD_WQ),
     )?;
+    check_rq_caps(cx, &wq)?;
     let stamp = Stamp::for_queue(ctx.ts_format_raw(), cx.m.gen().rq_ts_format_raw())
         .ok_or(Fail::bad_param(s::RQ_BAD_TS_FORMAT))?;
     let cqn = ctx.cqn();
@@ -265,17 +279,15 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         .storage_mut()
         .copy_from_slice(&ctx.storage()[..Rqc::SIZE]);
     let limit = Model::limit(cx.m.gen().log_max_rq());
-    let rqn = cx.m.rqs.insert(
-        Rq {
-            ctx: stored,
-            ring,
-            cqn,
-            pd,
-            stamp,
-            ci: 0,
-        },
-        limit,
-    )?;
+    let rq = Rq {
+        ctx: stored,
+        ring,
+        cqn,
+        pd,
+        stamp,
+        ci: 0,
+    };
+    let rqn = cx.m.rqs.insert_charged(rq, limit, &mut cx.m.storage)?;
     cx.m.cqs.hold(cqn);
     if pd != 0 {
         cx.m.pds.hold(pd);
@@ -283,6 +295,21 @@ pub(super) fn create_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let mut o = out::<cmd::CreateRq>(0);
     CreateRqOut::new_unchecked(&mut o[..]).set_rqn(rqn);
     Ok(o)
+}
+
+/// What a receive WQ may be on this device: striding only with the striding_rq capability
+/// (which no profile sets: the receive path would drop every frame of such an RQ), and a
+/// WQE (the stride) no larger than max_wqe_sz_rq.
+fn check_rq_caps(cx: &Ctx<'_>, wq: &Wq<&[u8]>) -> Outcome<()> {
+    let gen = cx.m.gen();
+    ensure(
+        wq.wq_type() != Ok(WqType::CyclicStridingRq) || gen.striding_rq(),
+        Fail::bad_param(s::RQ_STRIDING_UNSUPPORTED),
+    )?;
+    ensure(
+        1u32 << wq.log_wq_stride() <= u32::from(gen.max_wqe_sz_rq()),
+        Fail::bad_param(s::RQ_STRIDE_TOO_LARGE),
+    )
 }
 
 /// An RQ's counter_set_id names an allocated queue counter set, or is 0 (none: Linux
@@ -337,9 +364,8 @@ pub(super) fn modify_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 
 /// DESTROY_RQ: fails while a TIR or RQT points at it.
 pub(super) fn destroy_rq(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    let rq =
-        cx.m.rqs
-            .remove(DestroyRqIn::new_unchecked(req.input).rqn())?;
+    let rqn = DestroyRqIn::new_unchecked(req.input).rqn();
+    let rq = cx.m.rqs.remove_charged(rqn, &mut cx.m.storage)?;
     cx.m.cqs.release(rq.cqn);
     if rq.pd != 0 {
         cx.m.pds.release(rq.pd);
