@@ -19,6 +19,7 @@ use mlx5_prm::{
     CqArmCmd, CqDoorbellRecord, CqDoorbellRecordArmWord, CqDoorbellRecordCiWord, Cqe64, CqeOpcode,
     CqeSyndrome, ErrCqe, UarPage, UarPageCqArmWord,
 };
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Bytes per CQE slot.
@@ -70,7 +71,12 @@ impl std::fmt::Display for CqeError {
 }
 
 /// One completion, decoded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Only a CQ makes one (it has a private field), and it is neither `Copy` nor `Clone`: a
+/// completion hands its work back once, to a QP that reports to the CQ that made it (see
+/// [`Qp::complete`](crate::qp::Qp::complete)), so no buffer comes back twice or while the
+/// device still holds it.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Completion {
     /// CQE opcode (`CqeOpcode` raw value).
     pub opcode: u8,
@@ -84,7 +90,23 @@ pub struct Completion {
     pub immediate: u32,
     /// `Err` for an error CQE.
     pub status: std::result::Result<(), CqeError>,
+    /// Which CQ wrote it, and where.
+    pub(crate) source: Source,
 }
+
+/// Where a completion came from: the CQ's identity and the CQE's place in it, so that a QP
+/// takes only completions of its own CQs, written since it last started afresh.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Source {
+    /// The CQ's [`Shared::id`].
+    pub(crate) cq: u64,
+    /// CQEs the CQ handed over before this one, since it was created.
+    pub(crate) seq: u64,
+}
+
+/// The next CQ identity: a process-wide count, so that no two CQs (of any HCA, alive or
+/// gone) share one.
+static NEXT_CQ_ID: AtomicU64 = AtomicU64::new(0);
 
 /// A completion queue of HCA `'h`.
 ///
@@ -98,6 +120,9 @@ pub struct Cq<'h, B: Backend> {
     log_size: u8,
     cqn: u32,
     consumer: u32,
+    /// CQEs consumed since creation (`consumer` is its low 32 bits): the place of the next
+    /// completion, as [`Source::seq`] counts.
+    consumed: u64,
     uar_offset: usize,
     arm_sn: u8,
 }
@@ -234,23 +259,69 @@ const _: () = assert!(shift_of(Cqe64::OWNER) == 0);
 
 /// The CQ's device object and its memory (ring, doorbell record), shared by the CQ and the
 /// queue pairs that report to it; the last to go destroys it.
-pub(crate) struct Shared<'h, B: Backend>(Object<'h, B>);
+pub(crate) struct Shared<'h, B: Backend> {
+    object: Object<'h, B>,
+    /// This CQ's identity, which no other CQ of the process has: the [`Source::cq`] of its
+    /// completions.
+    id: u64,
+    /// The ring, read (never written) by [`Shared::produced`].
+    cqes: Ring<CQE>,
+    /// The `Cq`'s count of CQEs consumed, stored before each publication of the consumer
+    /// index (so before the device may reuse a slot consumed).
+    consumed: AtomicU64,
+}
 
-// SAFETY: through `&Shared` nothing reaches the object's memory (only its number and HCA are
-// read); the memory is touched by the `Cq`'s own rings and, at the end, by the drop, which has
-// the object to itself.
+// SAFETY: through `&Shared` the object's memory is only read, by atomic loads of the ring
+// (`produced`), which the device and the `Cq`'s own loads may race with harmlessly; the `Cq`
+// writes the ring only at creation, before any `Shared` is shared, and the drop has the object
+// to itself.
 unsafe impl<B: Backend> Sync for Shared<'_, B> where Hca<B>: Sync {}
 
 impl<'h, B: Backend> Shared<'h, B> {
     /// The HCA.
     pub(crate) fn hca(&self) -> &'h Hca<B> {
-        self.0.hca()
+        self.object.hca()
+    }
+
+    /// The CQ's identity, as its completions' [`Source::cq`] holds it.
+    #[inline(always)]
+    pub(crate) fn id(&self) -> u64 {
+        self.id
     }
 
     /// Quarantine the CQ's memory when it goes (a queue that reported to it could not be
     /// destroyed, so the device may still write completions).
     pub(crate) fn taint(&self) {
-        self.0.taint();
+        self.object.taint();
+    }
+
+    /// CQEs the device has handed over so far, counted from the CQ's creation: those consumed
+    /// and those waiting in the ring. A queue that starts afresh (created, or reset) takes it
+    /// as its fence: every CQE its earlier life (or an earlier queue of its number) left in
+    /// the CQ is before it, every CQE of its new work after it (the device writes CQEs in ring
+    /// order), so [`Source::seq`] tells them apart.
+    ///
+    /// The waiting CQEs are counted from the consumer index, at most one ring. The `Cq` may be
+    /// polled meanwhile on another thread: a count made while its consumer index moved may
+    /// have stopped at a slot the device reused, so it is made again.
+    pub(crate) fn produced(&self) -> u64 {
+        loop {
+            let start = self.consumed.load(Ordering::Acquire);
+            let mut cur = Cursor {
+                cqes: self.cqes,
+                consumer: start as u32,
+            };
+            let mut waiting = 0;
+            while waiting < u64::from(self.cqes.entries()) && cur.ready::<B::Barriers>() {
+                cur.advance();
+                waiting += 1;
+            }
+            // The ring's loads before the second look at the count.
+            fence(Ordering::SeqCst);
+            if self.consumed.load(Ordering::Acquire) == start {
+                return start + waiting;
+            }
+        }
     }
 }
 
@@ -263,8 +334,9 @@ fn init_ring(ring: &Ring<CQE>) {
     }
 }
 
-/// Decodes the CQE at `consumer`, which the caller found handed over (see [`Cursor::ready`]).
-fn decode_at(ring: &Ring<CQE>, consumer: u32) -> Completion {
+/// Decodes the CQE at `consumer`, which the caller found handed over (see [`Cursor::ready`]);
+/// it came from `source`.
+fn decode_at(ring: &Ring<CQE>, consumer: u32, source: Source) -> Completion {
     let cqe = Cqe64::new_unchecked(ring.slot(consumer));
     let opcode = cqe.opcode_raw();
     let status = if opcode == CqeOpcode::ReqErr.raw() || opcode == CqeOpcode::RespErr.raw() {
@@ -283,6 +355,7 @@ fn decode_at(ring: &Ring<CQE>, consumer: u32) -> Completion {
         byte_cnt: cqe.byte_cnt(),
         immediate: cqe.immediate(),
         status,
+        source,
     }
 }
 
@@ -323,13 +396,20 @@ impl<'h, B: Backend> Cq<'h, B> {
         })?;
         let cqn = out.cqn();
         let object = Object::new(hca, Kind::Cq(cqn), vec![ring, dbrec]);
+        let shared = Shared {
+            object,
+            id: NEXT_CQ_ID.fetch_add(1, Ordering::Relaxed),
+            cqes,
+            consumed: AtomicU64::new(0),
+        };
         Ok(Cq {
-            shared: Arc::new(Shared(object)),
+            shared: Arc::new(shared),
             cqes,
             record,
             log_size,
             cqn,
             consumer: 0,
+            consumed: 0,
             uar_offset: uar as usize * 4096,
             arm_sn: 0,
         })
@@ -357,11 +437,17 @@ impl<'h, B: Backend> Cq<'h, B> {
 
     /// Moves up to `max` completions into `out`, then publishes the consumer index once.
     /// Returns how many were read.
+    ///
+    /// One call reads at most the ring's [`capacity`](Cq::capacity), whatever `max` says: a
+    /// device that keeps handing over CQEs (faster than they are read, or ignoring the
+    /// consumer index) cannot keep the call going or `out` growing. To drain the CQ, call
+    /// until it returns 0.
     pub fn poll(&mut self, max: usize, out: &mut Vec<Completion>) -> usize {
+        let max = self.bound(max);
         let mut cur = self.cursor();
         let mut n = 0;
         while n < max && cur.ready::<B::Barriers>() {
-            out.push(decode_at(&self.cqes, cur.consumer));
+            out.push(decode_at(&self.cqes, cur.consumer, self.source(n)));
             cur.advance();
             n += 1;
         }
@@ -372,17 +458,36 @@ impl<'h, B: Backend> Cq<'h, B> {
     /// As [`Cq::poll`], each completion with its timestamp, the device clock's raw value when
     /// the CQE was written in its queue's format (ticks, or real-time seconds and nanoseconds:
     /// convert with [`Clock::cqe_time_in`](crate::clock::Clock::cqe_time_in)). A call of its
-    /// own, so that [`Cq::poll`] reads no more of each CQE than it did.
+    /// own, so that [`Cq::poll`] reads no more of each CQE than it did. Bounded to the ring's
+    /// capacity per call as [`Cq::poll`] is.
     pub fn poll_timestamped(&mut self, max: usize, out: &mut Vec<(Completion, u64)>) -> usize {
+        let max = self.bound(max);
         let mut cur = self.cursor();
         let mut n = 0;
         while n < max && cur.ready::<B::Barriers>() {
-            out.push((decode_at(&self.cqes, cur.consumer), cur.timestamp(0)));
+            let c = decode_at(&self.cqes, cur.consumer, self.source(n));
+            out.push((c, cur.timestamp(0)));
             cur.advance();
             n += 1;
         }
         self.commit(cur);
         n
+    }
+
+    /// `max` bounded to one pass over the ring: the most one poll reads (the device may have
+    /// handed over no more than that before the consumer index is published).
+    #[inline(always)]
+    fn bound(&self, max: usize) -> usize {
+        max.min(self.capacity())
+    }
+
+    /// The source of the completion `ahead` CQEs past the consumer index.
+    #[inline(always)]
+    fn source(&self, ahead: usize) -> Source {
+        Source {
+            cq: self.shared.id,
+            seq: self.consumed + ahead as u64,
+        }
     }
 
     /// A cursor at the consumer index, for a poll loop that keeps its state in registers;
@@ -396,9 +501,13 @@ impl<'h, B: Backend> Cq<'h, B> {
     }
 
     /// Takes the cursor's position as the consumer index and, if it moved, publishes it.
+    /// The count of CQEs consumed is stored for [`Shared::produced`] first: the publication's
+    /// to-device barrier orders it before the device may reuse the slots.
     #[inline(always)]
     pub(crate) fn commit(&mut self, c: Cursor) {
         if c.consumer != self.consumer {
+            self.consumed += u64::from(c.consumer.wrapping_sub(self.consumer));
+            self.shared.consumed.store(self.consumed, Ordering::Release);
             self.consumer = c.consumer;
             self.publish();
         }
@@ -429,7 +538,7 @@ impl<'h, B: Backend> Cq<'h, B> {
     pub(crate) fn decode(&self) -> Option<Completion> {
         self.cursor()
             .ready::<B::Barriers>()
-            .then(|| decode_at(&self.cqes, self.consumer))
+            .then(|| decode_at(&self.cqes, self.consumer, self.source(0)))
     }
 
     /// Writes the consumer index to the doorbell record (the device reads it to know which
@@ -480,7 +589,7 @@ impl<'h, B: Backend> Cq<'h, B> {
     /// the CQ does the same, logging failures.)
     pub fn destroy(self) -> Result<()> {
         match Arc::try_unwrap(self.shared) {
-            Ok(mut shared) => shared.0.destroy(),
+            Ok(mut shared) => shared.object.destroy(),
             Err(shared) => Err(Error::InUse {
                 what: "cq",
                 users: Arc::strong_count(&shared) - 1,
@@ -547,6 +656,91 @@ mod tests {
             assert!(dev.raise_completion(cq.cqn()), "armed by round {round}");
             assert!(!dev.raise_completion(cq.cqn()), "one event per arm");
         }
+    }
+
+    /// The ring a [`Feeding`] device keeps writing into, and how many more CQEs it writes.
+    struct Feed {
+        ring: Ring<CQE>,
+        log_size: u8,
+        producer: Producer,
+        left: u32,
+    }
+
+    std::thread_local! {
+        static FEED: std::cell::RefCell<Option<Feed>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Barriers of a device that hands over the next CQE each time the driver takes one (at
+    /// the from-device barrier after the ownership check), never minding the consumer index:
+    /// a device that keeps a poll loop fed.
+    struct Feeding;
+
+    impl Barriers for Feeding {
+        fn to_device() {
+            SeqCstBarriers::to_device()
+        }
+        fn from_device() {
+            SeqCstBarriers::from_device();
+            FEED.with(|f| {
+                if let Some(f) = f.borrow_mut().as_mut().filter(|f| f.left > 0) {
+                    f.left -= 1;
+                    let seq = f.producer.index as u16;
+                    f.producer.write(&f.ring, f.log_size, seq);
+                }
+            });
+        }
+        fn wc_flush() {
+            SeqCstBarriers::wc_flush()
+        }
+    }
+
+    /// The model, its barriers those of [`Feeding`].
+    struct FeedingBackend(SimBackend);
+
+    impl Backend for FeedingBackend {
+        type Mmio = <SimBackend as Backend>::Mmio;
+        type Dma = <SimBackend as Backend>::Dma;
+        type Events = <SimBackend as Backend>::Events;
+        type Barriers = Feeding;
+        fn mmio(&self) -> &Self::Mmio {
+            self.0.mmio()
+        }
+        fn dma(&self) -> &Self::Dma {
+            self.0.dma()
+        }
+        fn events(&self) -> &Self::Events {
+            self.0.events()
+        }
+    }
+
+    /// A device that keeps handing over CQEs cannot keep one poll going: each call, plain or
+    /// timestamped, reads at most the ring's capacity, however large `max`.
+    #[test]
+    fn one_poll_reads_at_most_the_ring() {
+        let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
+        let hca = Hca::bring_up(FeedingBackend(be), &HcaConfig::default()).unwrap();
+        let log_size = 3;
+        let mut cq = Cq::create(&hca, log_size).unwrap();
+        let entries = cq.capacity();
+        let mut producer = Producer { index: 0 };
+        producer.write(&cq.cqes, log_size, 0);
+        let feed = Feed {
+            ring: cq.cqes,
+            log_size,
+            producer,
+            left: 100 * entries as u32,
+        };
+        FEED.with(|f| *f.borrow_mut() = Some(feed));
+        let mut out = Vec::new();
+        assert_eq!(cq.poll(usize::MAX, &mut out), entries);
+        assert_eq!(out.len(), entries);
+        let mut stamped = Vec::new();
+        assert_eq!(cq.poll_timestamped(usize::MAX, &mut stamped), entries);
+        assert_eq!(stamped.len(), entries);
+        // Each call picks up where the last stopped: nothing lost, nothing read twice.
+        let seqs = out.iter().chain(stamped.iter().map(|(c, _)| c));
+        assert!(seqs.map(|c| c.wqe_counter).eq(0..2 * entries as u16));
+        FEED.with(|f| *f.borrow_mut() = None);
     }
 
     proptest! {

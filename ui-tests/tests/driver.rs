@@ -1,6 +1,7 @@
 //! The driver's misuses the compiler refuses (`driver/tests/ui/*.rs`, each with the `.stderr`
 //! rustc must print): a QP used in the wrong state, a resource outliving its HCA or pool, a
-//! posted region touched, a packet reused after it was sent, a read-only register written.
+//! posted region touched, a packet reused after it was sent, a read-only register written, a
+//! completion handed over twice or made by hand.
 
 #[test]
 fn misuses_the_compiler_refuses() {

@@ -346,7 +346,11 @@ impl<B: Backend> Connected<'_, B> {
                         RECV_WRID => {
                             let r = d.region.ok_or("a receive came back without its buffer")?;
                             if self.params.check {
-                                self.check(&r, &c)?;
+                                let c = d
+                                    .completion
+                                    .as_ref()
+                                    .ok_or("a receive without its completion")?;
+                                self.check(&r, c)?;
                                 checked += 1;
                             }
                             self.qp

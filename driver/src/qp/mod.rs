@@ -17,6 +17,11 @@
 //! ([`Qp::batch`]'s typed calls, the fastest; [`Qp::post_sends`], [`Qp::post_batch`]);
 //! receives in INIT, RTR and RTS.
 //!
+//! A move to RST (`to_rst`, from any state) starts the QP afresh, as the device does: both
+//! queues at WQE 0, and the work still posted discarded without completions, its regions back
+//! with the caller through [`Qp::take_discarded`]. Completions of the QP's life before the
+//! reset, still in its CQs or polled and not yet handed to it, are refused from then on.
+//!
 //! Dropping a QP destroys it; regions still posted are dropped with it. If the destroy fails
 //! the device may still use the queue, its CQs and the posted regions: all of their memory
 //! is quarantined instead of freed.
@@ -79,7 +84,7 @@ use crate::ring::Ring;
 use crate::undo::{Kind, Object};
 use mlx5_prm::cmd::*;
 use mlx5_prm::rt::{Command, View};
-use mlx5_prm::{CreateQpOut, QpPmState, QpRqType, QpServiceType};
+use mlx5_prm::{CreateQpOut, QpDoorbellRecord, QpPmState, QpRqType, QpServiceType};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -132,7 +137,8 @@ struct Work<'h, B: Backend> {
     /// count requests, and `sq_pi - sq_ci` is the number outstanding.
     sq_pi: u32,
     sq_ci: u32,
-    /// Receive WQEs posted.
+    /// Receive WQEs posted (free-running; the doorbell record takes its low 16 bits, and the
+    /// receive at the head of `recvs` is WQE `rq_pi - recvs.len()`).
     rq_pi: u32,
     /// Copy single-WQEBB requests whole into the BlueFlame register (saves the device a read).
     blueflame: bool,
@@ -141,6 +147,12 @@ struct Work<'h, B: Backend> {
     /// Slots outside `sq_ci..sq_pi` hold no region.
     sends: Box<[PostedSend<'h, B>]>,
     recvs: VecDeque<PostedRecv<'h, B>>,
+    /// The send and the receive CQ's [`Shared::produced`] when the QP last started afresh
+    /// (created or reset): completions from before it are of an earlier life.
+    send_fence: u64,
+    recv_fence: u64,
+    /// Work a reset discarded, until the caller takes it ([`Qp::take_discarded`]).
+    discarded: Vec<Done<'h, B>>,
 }
 
 /// What a send slot holds while its request is outstanding.
@@ -161,7 +173,8 @@ pub struct Done<'h, B: Backend> {
     pub id: u64,
     /// The buffer, back in the caller's hands.
     pub region: Option<Region<'h, B>>,
-    /// The completion (`None` for unsignaled requests finished by a later one).
+    /// The completion (`None` for unsignaled requests finished by a later one, and for work
+    /// a reset discarded).
     pub completion: Option<Completion>,
 }
 
@@ -183,6 +196,41 @@ impl<B: Backend> Inner<'_, B> {
             }
         }
         r
+    }
+}
+
+impl<'h, B: Backend> Inner<'h, B> {
+    /// Starts the queues afresh after the device moved the QP to RST: the device starts again
+    /// at WQE 0 of each queue and no longer holds the work posted before (a reset discards it
+    /// without completions), so the counters and the doorbell record go back to 0 (else the
+    /// device would take stale WQEs, naming regions the caller has back, for new ones), the
+    /// work still posted moves to `discarded` (sends, then receives, each in posting order),
+    /// and the fences move past every CQE the QP's earlier life wrote.
+    fn reset(&mut self) {
+        let work = &mut self.work;
+        let mask = work.sends.len() - 1;
+        let mut ci = work.sq_ci;
+        while ci != work.sq_pi {
+            let slot = &mut work.sends[ci as usize & mask];
+            work.discarded.push(Done {
+                id: slot.id,
+                region: slot.region.take(),
+                completion: None,
+            });
+            ci = ci.wrapping_add(1);
+        }
+        let recvs = work.recvs.drain(..).map(|p| Done {
+            id: p.id,
+            region: Some(p.region),
+            completion: None,
+        });
+        work.discarded.extend(recvs);
+        (work.sq_pi, work.sq_ci, work.rq_pi) = (0, 0, 0);
+        let mut record = QpDoorbellRecord::new_unchecked(self.object.memory(1).slice(0, 8));
+        record.set_receive_counter(0);
+        record.set_send_counter(0);
+        work.send_fence = self.send_cq.produced();
+        work.recv_fence = self.recv_cq.produced();
     }
 }
 
@@ -239,6 +287,14 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
     pub fn outstanding(&self) -> (usize, usize) {
         let w = &self.inner.work;
         (w.sq_pi.wrapping_sub(w.sq_ci) as usize, w.recvs.len())
+    }
+
+    /// The work requests that moves to RST discarded, with their regions, since the last call:
+    /// the sends outstanding, then the receives posted, each in the order they were posted
+    /// (none carries a completion). The device no longer holds them; left here, they are
+    /// dropped with the QP.
+    pub fn take_discarded(&mut self) -> Vec<Done<'h, B>> {
+        std::mem::take(&mut self.inner.work.discarded)
     }
 
     /// The state the device reports (QUERY_QP).
@@ -365,6 +421,9 @@ impl<'h, B: Backend> Qp<'h, B, Rst> {
                         })
                         .collect(),
                     recvs: VecDeque::new(),
+                    send_fence: send_cq.shared().produced(),
+                    recv_fence: recv_cq.shared().produced(),
+                    discarded: Vec::new(),
                 },
                 send_cq: send_cq.shared().clone(),
                 recv_cq: recv_cq.shared().clone(),

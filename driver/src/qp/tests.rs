@@ -1,6 +1,7 @@
 use super::*;
 use crate::backend::sim::SimBackend;
 use crate::mr::Access;
+use crate::qp::post::tests::{forged, wait};
 use crate::HcaConfig;
 use mlx5_prm::rt::Bytes;
 use mlx5_prm::{
@@ -116,16 +117,21 @@ fn a_send_wqe_is_laid_out_as_the_prm_says_and_rung_in_order() {
     assert_eq!(qp.outstanding(), (1, 0));
 }
 
+/// A completion the QP does not have outstanding (a WQE not posted, another QP's, a receive
+/// with nothing posted) is refused, as a device could write it; the real one gives back every
+/// buffer it covers.
 #[test]
 fn completions_are_checked_before_buffers_come_back() {
     let (hca, _dev) = up();
-    let cq = Cq::create(&hca, 6).unwrap();
+    let mut cq = Cq::create(&hca, 6).unwrap();
     let mut qp = rts(&hca, &cq);
+    // WRITEs to the QP's own memory (it is connected to itself), which complete at once.
+    let target = Region::register(&hca, 64, crate::qp::post::tests::ALL).unwrap();
     for id in 0..3 {
         let region = Region::register(&hca, 64, Access::default()).unwrap();
         let req = SendRequest {
             id,
-            op: SendOp::Send,
+            op: SendOp::Write(RemoteAddr::of(&target)),
             region: Some(region),
             len: None,
             signaled: id == 2,
@@ -133,42 +139,27 @@ fn completions_are_checked_before_buffers_come_back() {
         };
         qp.post_send(req).map_err(|(e, _)| e).unwrap();
     }
-    let c = Completion {
-        opcode: CqeOpcode::Req.raw(),
-        qpn: qp.qpn(),
-        wqe_counter: 9,
-        byte_cnt: 0,
-        immediate: 0,
-        status: Ok(()),
-    };
+    let c = wait(&mut cq, 1).remove(0);
+    assert_eq!((c.opcode, c.wqe_counter), (CqeOpcode::Req.raw(), 2));
+    let qpn = qp.qpn();
+    let ahead = forged(&mut cq, CqeOpcode::Req, qpn, 9, 0);
     assert!(
-        qp.complete(c).is_err(),
+        qp.complete(ahead).is_err(),
         "a WQE index that is not outstanding is refused"
     );
-    let other = Completion {
-        qpn: qp.qpn() + 1,
-        wqe_counter: 2,
-        ..c
-    };
+    let other = forged(&mut cq, CqeOpcode::Req, qpn + 1, 2, 0);
     assert!(
         qp.complete(other).is_err(),
         "another QP's completion is refused"
     );
+    assert_eq!(qp.outstanding(), (3, 0));
     // The signaled third request finishes the two unsignaled ones before it.
-    let done = qp
-        .complete(Completion {
-            wqe_counter: 2,
-            ..c
-        })
-        .unwrap();
+    let done = qp.complete(c).unwrap();
     assert_eq!(done.iter().map(|d| d.id).collect::<Vec<_>>(), [0, 1, 2]);
     assert!(done.iter().all(|d| d.region.is_some()));
     assert!(done[2].completion.is_some() && done[0].completion.is_none());
     assert_eq!(qp.outstanding(), (0, 0));
-    let recv = Completion {
-        opcode: CqeOpcode::RespSend.raw(),
-        ..c
-    };
+    let recv = forged(&mut cq, CqeOpcode::RespSend, qpn, 0, 0);
     assert!(
         qp.complete(recv).is_err(),
         "a receive completion with nothing posted is refused"

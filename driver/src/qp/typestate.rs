@@ -8,7 +8,8 @@
 //! the driver adds: [`Handle::apply`] runs the transition's command with the QP's number and
 //! the fields the argument writes, and returns the QP in the state the transition reaches, or
 //! the error with the QP unchanged. A transition added to the spec gets its method with no
-//! change here.
+//! change here. A transition that reaches RST (whatever state it leaves) also starts the
+//! driver's queues afresh, as the device starts its own.
 
 use super::Qp;
 use crate::backend::Backend;
@@ -27,14 +28,21 @@ impl<'h, B: Backend, S: State<Machine = Machine>> Handle for Qp<'h, B, S> {
     type Error = NotMoved<'h, B, S>;
 
     /// Runs transition `args` (its command, this QP's number, the fields it carries); a value
-    /// too wide for its field is refused before anything is sent.
-    fn apply<T: Transition<S>>(self, args: T) -> Result<Qp<'h, B, T::To>, NotMoved<'h, B, S>> {
+    /// too wide for its field is refused before anything is sent. Once the device has moved
+    /// the QP to RST, the driver's queues start afresh too (counters, doorbell record, the
+    /// work posted discarded: see [`Qp::take_discarded`]); a refused move changes nothing.
+    fn apply<T: Transition<S>>(mut self, args: T) -> Result<Qp<'h, B, T::To>, NotMoved<'h, B, S>> {
         let qpn = self.qpn();
         let sent = self
             .hca()
             .run_extra::<T::Command>(T::OP_MOD, 0, 0, |input| Ok(args.write(qpn, input)?));
         match sent {
-            Ok(_) => Ok(self.into_state()),
+            Ok(_) => {
+                if <T::To as State>::RAW == QpState::Rst {
+                    self.inner.reset();
+                }
+                Ok(self.into_state())
+            }
             Err(e) => Err((e, self)),
         }
     }

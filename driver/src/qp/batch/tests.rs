@@ -145,7 +145,7 @@ fn a_refused_call_gives_the_region_back_and_the_batch_goes_on() {
     assert!(matches!(e, Error::QueueFull { capacity: 8, .. }), "{e}");
     drop(batch);
     assert_eq!(hca.backend().doorbells(), before + 1);
-    let done = qp.complete(wait(&mut cq, 1)[0]).unwrap();
+    let done = qp.complete(wait(&mut cq, 1).remove(0)).unwrap();
     assert_eq!(done.len(), 8);
     assert_eq!(qp.outstanding(), (0, 0));
 }
@@ -183,7 +183,7 @@ fn a_leaked_batch_leaves_its_requests_for_the_next_doorbell() {
         copies.1,
         "no copy after a leaked batch"
     );
-    let done = qp.complete(wait(&mut cq, 1)[0]).unwrap();
+    let done = qp.complete(wait(&mut cq, 1).remove(0)).unwrap();
     let ids: Vec<u64> = done.iter().map(|d| d.id).collect();
     assert_eq!(ids, [0, 1, 2, 3]);
     assert!(done.iter().all(|d| d.region.is_some()));

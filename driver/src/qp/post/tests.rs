@@ -89,6 +89,27 @@ pub(crate) fn wait<B: Backend>(cq: &mut Cq<'_, B>, n: usize) -> Vec<Completion> 
     out
 }
 
+/// A CQE of `opcode` for QP `qpn`'s WQE `wqe_counter` with `byte_cnt` bytes, written at
+/// `cq`'s consumer index as a device would write it (a lying one, as the test needs), and
+/// polled: a completion made as every completion is.
+pub(crate) fn forged<B: Backend>(
+    cq: &mut Cq<'_, B>,
+    opcode: mlx5_prm::CqeOpcode,
+    qpn: u32,
+    wqe_counter: u16,
+    byte_cnt: u32,
+) -> Completion {
+    cq.forge(|c| {
+        c.set_opcode(opcode);
+        c.set_qpn(qpn);
+        c.set_wqe_counter(wqe_counter);
+        c.set_byte_cnt(byte_cnt);
+    });
+    let mut out = Vec::new();
+    assert_eq!(cq.poll(1, &mut out), 1);
+    out.remove(0)
+}
+
 pub(crate) fn read<B: Backend>(r: &Region<'_, B>, len: usize) -> Vec<u8> {
     let mut v = vec![0u8; len];
     r.bytes().read_bytes(0, &mut v);
@@ -263,8 +284,9 @@ fn requests_over_stale_slots_execute_as_posted() {
             "request {n}: stale bits"
         );
         for c in wait(&mut cq, usize::from(signaled) + usize::from(consumes)) {
+            let (opcode, immediate) = (c.opcode, c.immediate);
             let done = qp.complete(c).unwrap();
-            if c.opcode == mlx5_prm::CqeOpcode::Req.raw() {
+            if opcode == mlx5_prm::CqeOpcode::Req.raw() {
                 let last = done.last().unwrap();
                 assert_eq!(last.id, u64::from(n));
                 let local = last.region.as_ref().unwrap();
@@ -277,10 +299,10 @@ fn requests_over_stale_slots_execute_as_posted() {
             } else {
                 let region = read(done[0].region.as_ref().unwrap(), 64);
                 match kind {
-                    1 => assert_eq!(c.immediate, u32::from(n)),
+                    1 => assert_eq!(immediate, u32::from(n)),
                     3 => assert_eq!(region, data, "request {n}: received"),
                     _ => {
-                        assert_eq!(c.immediate, 0xabcd_0000 | u32::from(n));
+                        assert_eq!(immediate, 0xabcd_0000 | u32::from(n));
                         assert_eq!(region[..SEND_INLINE], data[..SEND_INLINE]);
                     }
                 }
@@ -335,7 +357,7 @@ fn a_batch_of_writes_rings_the_doorbell_once() {
     assert_eq!(record.read_be32(4) & 0xffff, 5, "the counter past all five");
     let last = u64::from_be_bytes(slot(&qp, 4)[..8].try_into().unwrap());
     assert_eq!(dev.last_send_doorbell(hca.info().uar), Some(last));
-    let done = qp.complete(wait(&mut cq, 1)[0]).unwrap();
+    let done = qp.complete(wait(&mut cq, 1).remove(0)).unwrap();
     assert_eq!(
         done.iter().map(|d| d.id).collect::<Vec<_>>(),
         [0, 1, 2, 3, 4]
