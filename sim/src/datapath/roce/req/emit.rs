@@ -19,7 +19,13 @@ pub(super) enum Emitted {
 /// Puts the packets of `e` from its next one on onto the port, while there is room: a WQE
 /// may name a message of up to `log_max_msg` bytes, and building all its frames at once let
 /// one doorbell queue a gigabyte.
-pub(super) fn emit(side: &mut Side<'_>, v: &Qpv, p: &Path, e: &mut Inflight) -> Emitted {
+pub(super) fn emit(
+    side: &mut Side<'_>,
+    v: &Qpv,
+    p: &Path,
+    e: &mut Inflight,
+    buf: &mut Vec<u8>,
+) -> Emitted {
     let mtu = u64::from(v.mtu);
     let bth = |opcode: u8, i: u32, last: bool| Bth {
         opcode,
@@ -31,7 +37,6 @@ pub(super) fn emit(side: &mut Side<'_>, v: &Qpv, p: &Path, e: &mut Inflight) -> 
         ack_req: last || i % ACK_REQ_EVERY == ACK_REQ_EVERY - 1,
         psn: psn_add(e.first_psn, i),
     };
-    let mut buf = Vec::new();
     while e.next < e.npkts {
         if !super::super::room(side.m) {
             return Emitted::NoRoom;
@@ -45,7 +50,7 @@ pub(super) fn emit(side: &mut Side<'_>, v: &Qpv, p: &Path, e: &mut Inflight) -> 
                 let lo = (u64::from(i) * mtu).min(e.len);
                 let hi = (lo + mtu).min(e.len);
                 buf.clear();
-                if !e.src.read(side, v.requester.who, lo, hi, &mut buf) {
+                if !e.src.read(side, v.requester.who, lo, hi, buf) {
                     e.failed = Some(CqeSyndrome::LocalProtErr);
                     return Emitted::Failed;
                 }
@@ -75,7 +80,7 @@ pub(super) fn emit(side: &mut Side<'_>, v: &Qpv, p: &Path, e: &mut Inflight) -> 
                     ext = ext.imm(e.imm);
                 }
                 let last = matches!(pos, Pos::Last | Pos::Only);
-                transmit(side, p, &bth(opcode, i, last), ext.as_slice(), &buf);
+                transmit(side, p, &bth(opcode, i, last), ext.as_slice(), buf);
                 e.next += 1;
                 continue;
             }
@@ -116,19 +121,19 @@ pub(super) fn emit(side: &mut Side<'_>, v: &Qpv, p: &Path, e: &mut Inflight) -> 
 }
 
 /// Puts on the port, in order, what the WQEs in flight have not sent yet (after a resend
-/// moved them back, or a run that stopped for room); false when it stopped before the end.
+/// moved them back, or a run that stopped for room); false when it stopped before the end
+/// (the requester's `unsent` stays set).
 pub(super) fn pump(side: &mut Side<'_>, v: &Qpv, r: &mut Requester) -> bool {
     let Some(p) = v.path else {
         return true;
     };
-    for e in r.inflight.iter_mut() {
-        if e.failed.is_some() {
-            return false;
-        }
-        if emit(side, v, &p, e) != Emitted::All {
+    let Requester { inflight, buf, .. } = r;
+    for e in inflight.iter_mut() {
+        if e.failed.is_some() || emit(side, v, &p, e, buf) != Emitted::All {
             return false;
         }
     }
+    r.unsent = false;
     true
 }
 

@@ -114,6 +114,12 @@ pub(crate) struct Requester {
     /// gap of its own (which would resend the read once per response and spend every retry
     /// on one loss).
     read_gap: Option<u32>,
+    /// Some WQE in flight has packets not yet on the port (a run stopped for room, or a
+    /// resend moved it back): [`pump`] has work. False in the usual case, so a run does not
+    /// walk the WQEs in flight to find nothing.
+    unsent: bool,
+    /// The bytes of the packet being built (kept: one allocation per QP, not per packet).
+    buf: Vec<u8>,
 }
 
 impl Requester {
@@ -202,6 +208,8 @@ fn take(side: &mut Side<'_>, qpn: u32) -> Option<Requester> {
         rnr_until: None,
         rd_atomic: 0,
         read_gap: None,
+        unsent: false,
+        buf: Vec::new(),
     }))
 }
 
@@ -259,7 +267,7 @@ fn send_new(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, bf: Option<&[u8]>) 
     let (log, sq_base, dbr) = (qp.ctx.log_sq_size(), qp.sq_base, qp.ctx.dbr_addr());
     let size = 1u32 << log.min(16);
     // What earlier runs left unsent goes first (packets leave in PSN order).
-    if r.rnr_until.is_none() && !pump(side, v, r) {
+    if r.unsent && r.rnr_until.is_none() && !pump(side, v, r) {
         return;
     }
     let mut done = 0u32;
@@ -314,7 +322,7 @@ fn send_new(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, bf: Option<&[u8]>) 
                 Some(p) => {
                     e.first_psn = r.next_psn;
                     r.next_psn = psn_add(r.next_psn, e.npkts);
-                    emitted = emit(side, v, &p, &mut e);
+                    emitted = emit(side, v, &p, &mut e, &mut r.buf);
                 }
                 None => {
                     e.failed = Some(CqeSyndrome::LocalQpOpErr);
@@ -332,6 +340,7 @@ fn send_new(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, bf: Option<&[u8]>) 
         done += u32::from(n);
         r.inflight.push_back(e);
         if emitted != Emitted::All {
+            r.unsent = true;
             return;
         }
     }
@@ -389,13 +398,13 @@ fn fill(
         Some(SendOpcode::Nop) => {}
         Some(SendOpcode::Send | SendOpcode::SendImm | SendOpcode::SendInval) => {
             e.op = Op::Send;
-            (e.src, e.len) = Source::plan(side, &v.requester, wqe, 16, end)?;
+            (e.src, e.len) = Source::plan(&v.requester, wqe, 16, end)?;
             e.npkts = pkts(e.len);
         }
         Some(SendOpcode::RdmaWrite | SendOpcode::RdmaWriteImm) => {
             e.op = Op::Write;
             (e.raddr, e.rkey) = remote(wqe, end)?;
-            (e.src, e.len) = Source::plan(side, &v.requester, wqe, 32, end)?;
+            (e.src, e.len) = Source::plan(&v.requester, wqe, 32, end)?;
             e.npkts = pkts(e.len);
         }
         Some(SendOpcode::RdmaRead) => {
@@ -460,6 +469,7 @@ fn resend(side: &mut Side<'_>, v: &Qpv, r: &mut Requester, from: u32) {
         }
         e.next = e.next.min(start);
     }
+    r.unsent = true;
     pump(side, v, r);
 }
 

@@ -8,6 +8,7 @@ use crate::datapath::mem::{self, Access, Accessor};
 use crate::datapath::rc::{self, Fault};
 use crate::datapath::sendq::{self, Piece};
 use crate::datapath::Side;
+use crate::stackvec::StackVec;
 use mlx5_prm::CqeSyndrome;
 
 /// One piece of the message, in order.
@@ -19,6 +20,13 @@ enum Seg {
     Data { lkey: u32, addr: u64, len: u32 },
 }
 
+/// An empty inline piece: the filler of unused slots in a [`StackVec`].
+impl Default for Seg {
+    fn default() -> Seg {
+        Seg::Inline { at: 0, len: 0 }
+    }
+}
+
 impl Seg {
     fn len(&self) -> u64 {
         match *self {
@@ -28,20 +36,20 @@ impl Seg {
     }
 }
 
-/// The gather list of one WQE (at most a WQE's worth: 63 segments, 1 KiB of inline data).
+/// The gather list of one WQE (at most a WQE's worth: 63 segments, 1 KiB of inline data;
+/// usually one data segment, kept inline).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(super) struct Source {
     inline: Vec<u8>,
-    segs: Vec<Seg>,
+    segs: StackVec<Seg, 2>,
 }
 
 impl Source {
-    /// The gather list of `wqe[start..end]` and the message's length, each data segment's key
-    /// checked for a local read of its whole range (the errors a gather of the whole message
-    /// found before: an overrun segment, a message over `max_msg`, a key that does not
-    /// grant the read).
+    /// The gather list of `wqe[start..end]` and the message's length: an overrun segment or
+    /// a message over `max_msg` fails here. The keys are checked as each packet's bytes are
+    /// read ([`Source::read`]), as a device checks them as it reads: a bad key fails the WQE
+    /// at its first packet that uses it.
     pub fn plan(
-        side: &Side<'_>,
         req: &rc::Requester,
         wqe: &[u8],
         start: usize,
@@ -63,11 +71,7 @@ impl Source {
                     });
                     s.inline.extend_from_slice(&wqe[start..end]);
                 }
-                Piece::Data { len, lkey, addr } => {
-                    mem::check(side.m, lkey, req.who, addr, len.into(), Access::LocalRead)
-                        .map_err(|_| Fault::Local(CqeSyndrome::LocalProtErr))?;
-                    s.segs.push(Seg::Data { lkey, addr, len });
-                }
+                Piece::Data { len, lkey, addr } => s.segs.push(Seg::Data { lkey, addr, len }),
             }
         }
         Ok((s, total))
