@@ -1,20 +1,24 @@
-//! The one bound on what objects keep of a guest's choosing: page lists (EQ, CQ, QP, SQ, RQ
-//! rings), mkey translation entries, RQT entry lists, flow groups' compiled match criteria and
-//! flow entries' values and destinations. Each is at most what one command's input carries (a
-//! 65,536-block mailbox chain, 32 MiB, and the guest may name one page many times), and the
-//! object counts are those of the capabilities (2^24 CQs and mkeys, 2^20 flow groups): without
-//! a total, a guest could make the host keep terabytes. Every such list is charged to one
-//! model-wide budget when its object is created or changed and refunded when it is destroyed
-//! or changed again, or when the function is torn down or reset; what would go past the
-//! budget is refused with LIM ([`STORAGE_BUDGET_EXHAUSTED`](crate::syndrome::STORAGE_BUDGET_EXHAUSTED)),
-//! as firmware refuses what its memory cannot hold.
-
+//! The one bound on what objects keep: every object's fixed size (the slot its table keeps
+//! it in, see `table.rs`; a flow entry's place in its table) and what it keeps of a guest's
+//! choosing: page lists (EQ, CQ, QP, SQ, RQ rings), mkey translation entries, RQT entry
+//! lists, flow groups' compiled match criteria and flow entries' values and destinations.
+//! Each list is at most what one command's input carries (a 65,536-block mailbox chain,
+//! 32 MiB, and the guest may name one page many times), and the object counts are those of
+//! the capabilities (2^24 CQs and mkeys, 2^20 flow groups): without a total, a guest could
+//! make the host keep terabytes of lists, or gigabytes of small objects (2^24 mkeys of a few
+//! hundred bytes each). Every object is charged to one model-wide budget when it is created
+//! or changed and refunded when it is destroyed or changed again, or when the function is
+//! torn down or reset; what would go past the budget is refused with LIM
+//! ([`STORAGE_BUDGET_EXHAUSTED`](crate::syndrome::STORAGE_BUDGET_EXHAUSTED)), as firmware
+//! refuses what its memory cannot hold.
 use crate::fail::{ensure, Fail, Outcome};
 use crate::syndrome as s;
 
-/// Bytes of guest-sized storage all objects together may keep: 128 MiB. Linux's mlx5 (its
-/// rings are a few pages each, a user memory region of 1 GiB has 2 MiB of translations) and
-/// the project's driver and tests use a small fraction of it.
+/// Bytes all objects together may keep: 128 MiB. Linux's mlx5 (a few hundred objects of a
+/// few hundred bytes each, rings of a few pages, a user memory region of 1 GiB has 2 MiB of
+/// translations) and the project's driver and tests use a small fraction of it; a guest
+/// filling it with the smallest objects (PDs, about 100 bytes each) gets about 1.3 million,
+/// far below the capabilities' 2^24.
 pub const STORAGE_BUDGET: u64 = 128 << 20;
 
 /// What objects hold of the budget.
@@ -34,6 +38,17 @@ impl Default for Budget {
 }
 
 impl Budget {
+    /// A budget of `limit` bytes (tests).
+    #[cfg(test)]
+    pub fn with_limit(limit: u64) -> Budget {
+        Budget { limit, used: 0 }
+    }
+
+    /// Bytes objects hold now.
+    pub fn used(&self) -> u64 {
+        self.used
+    }
+
     /// Takes `bytes` from the budget, or fails (LIM) leaving it as it was.
     pub fn charge(&mut self, bytes: u64) -> Outcome<()> {
         ensure(
@@ -68,11 +83,18 @@ impl Budget {
     }
 }
 
-/// An object that keeps guest-sized storage.
+/// An object kept in a table (`table.rs`), which charges its fixed size to the budget, and
+/// the guest-sized storage it keeps besides.
 pub(crate) trait Charged {
-    /// Bytes of it that count against the budget.
-    fn charged(&self) -> u64;
+    /// Bytes of storage of the guest's choosing it keeps outside itself (none by default: a
+    /// fixed-size object costs only its slot, which the table charges).
+    fn charged(&self) -> u64 {
+        0
+    }
 }
+
+/// PDs, transport domains and UAR pages are handles with nothing behind them.
+impl Charged for () {}
 
 #[cfg(test)]
 mod tests {

@@ -44,9 +44,9 @@ syndromes! {
     OUTPUT_LIST_TOO_SHORT = 0x5e01_0009;
     /// other_function / other_vport set; the model manages no other function (BAD_PARAM).
     OTHER_FUNCTION = 0x5e01_000a;
-    /// Creating or growing an object would take the guest-sized storage of all objects (page
-    /// lists, mkey translations, RQT entries, flow match criteria) past the model's budget,
-    /// [`STORAGE_BUDGET`](crate::STORAGE_BUDGET) bytes (LIM).
+    /// Creating or growing an object would take the storage of all objects (their own sizes,
+    /// page lists, mkey translations, RQT entries, flow match criteria) past the model's
+    /// budget, [`STORAGE_BUDGET`](crate::STORAGE_BUDGET) bytes (LIM).
     STORAGE_BUDGET_EXHAUSTED = 0x5e01_000b;
 
     // ---- 2: HCA bring-up and teardown ----
@@ -188,6 +188,11 @@ syndromes! {
     CQ_DBR_BAD = 0x5e08_000b;
     /// MODIFY_CQ selects reserved fields (BAD_PARAM).
     CQ_MODIFY_BAD_SELECT = 0x5e08_000c;
+    /// CREATE_CQ with cqe_comp_en while the cqe_compression capability is off (BAD_PARAM).
+    CQ_COMPRESSION_UNSUPPORTED = 0x5e08_000d;
+    /// CREATE_CQ with cc (a collapsed CQ: every CQE on entry 0), which no capability offers
+    /// and the model does not write (BAD_PARAM).
+    CQ_COLLAPSED_UNSUPPORTED = 0x5e08_000e;
 
     // ---- 9: memory keys ----
     /// CREATE_MKEY beyond 2^log_max_mkey (LIM).
@@ -248,6 +253,9 @@ syndromes! {
     QP_BAD_RRA_MAX = 0x5e0a_0014;
     /// RTR2RTS with log_sra_max above the log_max_ra_req_qp capability (BAD_PARAM).
     QP_BAD_SRA_MAX = 0x5e0a_0015;
+    /// CREATE_QP with a receive WQE stride (16 << log_rq_stride bytes) above the max_wqe_sz_rq
+    /// capability (BAD_PARAM).
+    QP_RQ_STRIDE_TOO_LARGE = 0x5e0a_0016;
 
     // ---- 0xb: Ethernet send and receive queues ----
     /// CREATE_SQ beyond 2^log_max_sq (LIM).

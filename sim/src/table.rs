@@ -11,6 +11,12 @@
 //! but once it is [`MIN_SPAN`] or four times the live objects past `first`, whichever is more:
 //! a guest that creates and destroys objects forever (while one long-lived object pins the
 //! low end) would otherwise grow the vector towards the whole handle range (16 M slots).
+//!
+//! Every object a table keeps is charged to the model's storage budget (`budget`): its fixed
+//! cost ([`Table::cost`]: the boxed slot and the table's bookkeeping for it) plus what it
+//! keeps of the guest's choosing ([`Charged`]). The count limits are the capabilities'
+//! (2^24 CQs and mkeys): without the fixed cost, a guest creating that many small objects
+//! would make the host keep gigabytes. Inserting and removing go only through the budget.
 
 use crate::budget::{Budget, Charged};
 use crate::fail::{Fail, Outcome};
@@ -29,6 +35,13 @@ pub(crate) struct TableErrors {
 
 /// Handles numbering always may use before wrapping (see the module doc).
 pub(crate) const MIN_SPAN: u64 = 4096;
+
+/// What keeping one object costs the host besides the object's own slot (see
+/// [`Table::cost`]): the allocator's header of its box (16 bytes), its share of the slot
+/// vector (numbering keeps at most four slots per live object past [`MIN_SPAN`], and the
+/// vector's spare capacity may double that: eight pointers, 64 bytes) and of the ordered set
+/// of live handles (a B-tree node of up to 11 handles, at least 5 in use: 16 bytes).
+pub(crate) const SLOT_OVERHEAD: u64 = 96;
 
 #[derive(Debug)]
 struct Slot<T> {
@@ -63,8 +76,9 @@ impl<T> Table<T> {
         }
     }
 
-    /// Stores `value` under a new handle, if fewer than `limit` objects exist.
-    pub fn insert(&mut self, value: T, limit: u64) -> Outcome<u32> {
+    /// Stores `value` under a new handle, if fewer than `limit` objects exist (uncharged:
+    /// [`Table::insert_charged`] is the way in).
+    fn insert(&mut self, value: T, limit: u64) -> Outcome<u32> {
         if self.live.len() as u64 >= limit {
             return Err(Fail::lim(self.errors.limit));
         }
@@ -139,9 +153,18 @@ impl<T> Table<T> {
         self.slot(h).is_some()
     }
 
-    /// [`Table::insert`] of an object whose guest-sized storage is charged to `budget`:
-    /// the count limit is checked first, then the budget (LIM, nothing changed), and the
-    /// charge is given back if the insert still fails.
+    /// Bytes keeping `value` costs: its slot (the object and its reference count), the
+    /// table's bookkeeping for it ([`SLOT_OVERHEAD`]) and its guest-sized storage.
+    pub fn cost(value: &T) -> u64
+    where
+        T: Charged,
+    {
+        std::mem::size_of::<Slot<T>>() as u64 + SLOT_OVERHEAD + value.charged()
+    }
+
+    /// Stores `value` under a new handle, charging its [`Table::cost`] to `budget`: the count
+    /// limit is checked first, then the budget (LIM, nothing changed), and the charge is
+    /// given back if the insert still fails.
     pub fn insert_charged(&mut self, value: T, limit: u64, budget: &mut Budget) -> Outcome<u32>
     where
         T: Charged,
@@ -149,19 +172,19 @@ impl<T> Table<T> {
         if self.live.len() as u64 >= limit {
             return Err(Fail::lim(self.errors.limit));
         }
-        let bytes = value.charged();
+        let bytes = Self::cost(&value);
         budget.charge(bytes)?;
         self.insert(value, limit)
             .inspect_err(|_| budget.refund(bytes))
     }
 
-    /// [`Table::remove`] of an object whose storage was charged to `budget`: refunded.
+    /// Removes `h` as [`Table::remove`] does, refunding its [`Table::cost`] to `budget`.
     pub fn remove_charged(&mut self, h: u32, budget: &mut Budget) -> Outcome<T>
     where
         T: Charged,
     {
         let value = self.remove(h)?;
-        budget.refund(value.charged());
+        budget.refund(Self::cost(&value));
         Ok(value)
     }
 
@@ -196,8 +219,9 @@ impl<T> Table<T> {
         self.slot(h).map_or(0, |s| s.refs)
     }
 
-    /// Removes `h`: BAD_RES if unknown, RES_BUSY if still referenced.
-    pub fn remove(&mut self, h: u32) -> Outcome<T> {
+    /// Removes `h`: BAD_RES if unknown, RES_BUSY if still referenced (uncharged:
+    /// [`Table::remove_charged`] is the way out).
+    fn remove(&mut self, h: u32) -> Outcome<T> {
         match self.slot(h) {
             None => Err(Fail::bad_res(self.errors.unknown)),
             Some(s) if s.refs > 0 => Err(Fail::busy(self.errors.busy)),
@@ -290,6 +314,46 @@ mod tests {
         );
         assert_eq!(t.remove(h).unwrap_err().syndrome, 2, "busy until teardown");
         assert!(!t.can_hold(99, 1), "unknown handle");
+    }
+
+    /// A list of the guest's choosing, charged besides the slot.
+    struct List(u64);
+
+    impl Charged for List {
+        fn charged(&self) -> u64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn every_object_is_charged_its_slot() {
+        let slot = std::mem::size_of::<Slot<List>>() as u64 + SLOT_OVERHEAD;
+        assert_eq!(Table::cost(&List(10)), slot + 10);
+        let mut b = Budget::with_limit(2 * slot + 10);
+        let mut t: Table<List> = Table::new(1, 8, E);
+        let h = t.insert_charged(List(10), 8, &mut b).unwrap();
+        assert_eq!(b.used(), slot + 10);
+        let full = t.insert_charged(List(1), 8, &mut b).unwrap_err();
+        assert_eq!(full.syndrome, crate::syndrome::STORAGE_BUDGET_EXHAUSTED);
+        assert_eq!(
+            (t.len(), b.used()),
+            (1, slot + 10),
+            "a refusal takes nothing"
+        );
+        let small = t.insert_charged(List(0), 8, &mut b).unwrap();
+        assert_eq!(
+            b.used(),
+            2 * slot + 10,
+            "an object with no list still costs its slot"
+        );
+        assert_eq!(
+            t.insert_charged(List(0), 1, &mut b).unwrap_err().syndrome,
+            3
+        );
+        t.remove_charged(h, &mut b).unwrap();
+        t.remove_charged(small, &mut b).unwrap();
+        assert_eq!(b.used(), 0, "destroys refund all of it");
+        assert!(t.remove_charged(h, &mut b).is_err());
     }
 
     #[test]

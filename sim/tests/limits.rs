@@ -1,6 +1,7 @@
 //! What a guest can make the model keep is bounded: the command log is a ring, the firmware
 //! thread's queue of BAR writes is bounded without blocking the writer forever, and what
-//! objects keep of the guest's choosing is under one budget.
+//! objects keep (their own size and what they hold of the guest's choosing) is under one
+//! budget.
 
 mod common;
 
@@ -146,8 +147,8 @@ fn destroy_mkey(host: &Host, index: u32) {
 }
 
 /// Creates mkeys until the storage budget refuses one, largest first (16 MiB, then smaller,
-/// down to one octword), so that less than one octword of it is left; returns their indices
-/// and the bytes of translations they hold.
+/// down to one octword), so that less than one mkey of one octword is left; returns their
+/// indices and the bytes of translations they hold.
 fn fill_with_mkeys(host: &Host, pd: u32) -> (Vec<u32>, u64) {
     let (mut keys, mut bytes) = (Vec::new(), 0u64);
     for log in (0..=20).rev().step_by(4) {
@@ -237,7 +238,10 @@ fn guest_sized_storage_is_bounded_model_wide() {
         .ok();
     let table = common::eth::id_at(&table);
     let (keys, bytes) = fill_with_mkeys(&host, pd);
-    assert!(bytes > STORAGE_BUDGET - 1024 && bytes <= STORAGE_BUDGET);
+    let used = host.dev.storage_used();
+    assert!(bytes < used && used <= STORAGE_BUDGET && used > STORAGE_BUDGET - 1024);
+    // What is left is less than a PD's slot: nothing more fits.
+    fill_with_pds(&host);
 
     // Full: every kind of guest-sized list is refused, and a resize that grows one.
     create_cq(&host, eqn, uar, page.iova, dbr.iova).fails(LIM, syn::STORAGE_BUDGET_EXHAUSTED);
@@ -278,8 +282,51 @@ fn guest_sized_storage_is_bounded_model_wide() {
     // A teardown drops every object and gives their storage back.
     host.run::<cmd::TeardownHca>(0, 0, 0, |_| {}).ok();
     assert_eq!(host.dev.objects().total(), 0);
+    assert_eq!(host.dev.storage_used(), 0, "all of it, nothing else left");
     host.simple::<cmd::InitHca>(0).ok();
     let pd = host.alloc_pd();
     let (_, again) = fill_with_mkeys(&host, pd);
-    assert_eq!(again, STORAGE_BUDGET, "all of it, nothing else left");
+    assert!(again > bytes, "more room than with the other objects");
+}
+
+/// Allocates PDs until the storage budget refuses one; returns them.
+fn fill_with_pds(host: &Host) -> Vec<u32> {
+    // Every object costs more than 64 bytes (its slot and the table's bookkeeping).
+    let most = STORAGE_BUDGET / 64;
+    let mut pds = Vec::new();
+    loop {
+        let r = host.simple::<cmd::AllocPd>(0);
+        if r.status() != 0 {
+            r.fails(LIM, syn::STORAGE_BUDGET_EXHAUSTED);
+            return pds;
+        }
+        pds.push(mlx5_prm::AllocPdOut::new_unchecked(&r.out[..]).pd());
+        assert!(pds.len() as u64 <= most, "no refusal after {most} PDs");
+    }
+}
+
+/// Every object costs the budget its own size, not only the lists it keeps: a guest
+/// allocating PDs (the smallest objects, with nothing of its choosing in them) is refused
+/// with LIM long before the capabilities' 2^24; a dealloc makes room for one more, and a
+/// teardown for all of them again.
+#[test]
+fn small_objects_are_charged_their_size() {
+    let host = Host::inline();
+    host.bring_up();
+    let pds = fill_with_pds(&host);
+    assert!(
+        pds.len() > 1 << 20 && pds.len() < 1 << 21,
+        "{} PDs",
+        pds.len()
+    );
+    let used = host.dev.storage_used();
+    assert!(used <= STORAGE_BUDGET && used > STORAGE_BUDGET - 128);
+    host.run::<cmd::DeallocPd>(0, 0, 0, |i| i.set_pd(pds[7]))
+        .ok();
+    assert!(host.dev.storage_used() < used);
+    host.alloc_pd();
+    assert_eq!(host.dev.storage_used(), used);
+    assert!(fill_with_pds(&host).is_empty());
+    host.run::<cmd::TeardownHca>(0, 0, 0, |_| {}).ok();
+    assert_eq!(host.dev.storage_used(), 0);
 }

@@ -248,6 +248,12 @@ impl Device {
         Objects::of(&self.core.model())
     }
 
+    /// Bytes of [`STORAGE_BUDGET`](crate::STORAGE_BUDGET) the objects hold: their fixed sizes
+    /// and what they keep of the driver's choosing (0 once every object is gone).
+    pub fn storage_used(&self) -> u64 {
+        self.core.model().storage.used()
+    }
+
     /// The string SET_DRIVER_VERSION gave, up to its first NUL.
     pub fn driver_version(&self) -> Option<String> {
         let m = self.core.model();

@@ -16,6 +16,7 @@
 //! allocation failed, so RQs may name it and nothing is counted.
 
 use super::{out, Ctx, Req};
+use crate::budget::Charged;
 use crate::fail::{ensure, Fail, Outcome};
 use crate::syndrome as s;
 use mlx5_prm::cmd;
@@ -281,15 +282,20 @@ impl PortCounters {
     }
 }
 
+/// A counter set is of fixed size.
+impl Charged for QCounter {}
+
 /// The most queue counter sets (counter_set_id is 8 bits; 0 means none): the general
 /// capability max_qp_cnt.
 pub(crate) const MAX_Q_COUNTERS: u16 = 255;
 
 /// ALLOC_Q_COUNTER: a set with all counts zero.
 pub(super) fn alloc_q(cx: &mut Ctx<'_>, _req: &Req<'_>) -> Outcome {
-    let id =
-        cx.m.qcounters
-            .insert(QCounter::default(), MAX_Q_COUNTERS.into())?;
+    let id = cx.m.qcounters.insert_charged(
+        QCounter::default(),
+        MAX_Q_COUNTERS.into(),
+        &mut cx.m.storage,
+    )?;
     let mut o = out::<cmd::AllocQCounter>(0);
     AllocQCounterOut::new_unchecked(&mut o[..]).set_counter_set_id(id as u8);
     Ok(o)
@@ -298,7 +304,8 @@ pub(super) fn alloc_q(cx: &mut Ctx<'_>, _req: &Req<'_>) -> Outcome {
 /// DEALLOC_Q_COUNTER. RQs that still name the set stop counting into it.
 pub(super) fn dealloc_q(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let id = DeallocQCounterIn::new_unchecked(req.input).counter_set_id();
-    cx.m.qcounters.remove(id.into())?;
+    cx.m.qcounters
+        .remove_charged(id.into(), &mut cx.m.storage)?;
     Ok(out::<cmd::DeallocQCounter>(0))
 }
 

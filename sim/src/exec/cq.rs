@@ -8,7 +8,9 @@ use crate::model::Model;
 use crate::pas::{check_dbr, PageList, PasErrors};
 use crate::syndrome as s;
 use mlx5_prm::cmd;
-use mlx5_prm::{Cqc, CreateCqIn, CreateCqOut, DestroyCqIn, ModifyCqIn, QueryCqIn, QueryCqOut};
+use mlx5_prm::{
+    CmdHcaCap, Cqc, CreateCqIn, CreateCqOut, DestroyCqIn, ModifyCqIn, QueryCqIn, QueryCqOut,
+};
 
 const PAS_ERRORS: PasErrors = PasErrors {
     short: s::CQ_PAS_SHORT,
@@ -85,6 +87,20 @@ fn ring(
     )
 }
 
+/// CQE compression only with the cqe_compression capability, which no profile sets: a
+/// device with compression on may still write every CQE whole, as the model does, but
+/// without the capability a driver that asks for it expects what the device does not offer.
+/// A collapsed CQ (cc: every CQE written to entry 0) has no capability bit (mlx5_ifc.h has
+/// none) and the model writes none, so it is refused (Linux's mlx5 never sets cc, and sets
+/// cqe_comp_en only with the capability).
+fn check_cqe_format(gen: &CmdHcaCap, ctx: &Cqc) -> Outcome<()> {
+    ensure(
+        !ctx.cqe_comp_en() || gen.cqe_compression(),
+        Fail::bad_param(s::CQ_COMPRESSION_UNSUPPORTED),
+    )?;
+    ensure(!ctx.cc(), Fail::bad_param(s::CQ_COLLAPSED_UNSUPPORTED))
+}
+
 fn owned(ctx: Cqc<&[u8]>) -> Cqc {
     let mut c = Cqc::zeroed();
     c.storage_mut().copy_from_slice(ctx.storage());
@@ -95,6 +111,7 @@ fn owned(ctx: Cqc<&[u8]>) -> Cqc {
 pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let input = CreateCqIn::new_unchecked(req.input);
     let ctx = owned(input.cq_context());
+    check_cqe_format(cx.m.gen(), &ctx)?;
     let (eqn, uar) = (ctx.c_eqn_or_apu_element(), ctx.uar_page());
     cx.m.eqs.check(eqn, s::CQ_EQ_UNKNOWN)?;
     cx.m.uars.check(uar, s::CQ_UAR_UNKNOWN)?;

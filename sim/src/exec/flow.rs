@@ -116,6 +116,9 @@ pub(crate) struct Fte {
     pub criteria: Criteria,
 }
 
+/// A table's entries are charged one by one (see [`Fte`]'s charge).
+impl Charged for FlowTable {}
+
 impl Charged for FlowGroup {
     /// The compiled criteria: a few bytes per mask byte the guest set, up to 448.
     fn charged(&self) -> u64 {
@@ -123,10 +126,16 @@ impl Charged for FlowGroup {
     }
 }
 
+/// What an entry's place in its table's map costs: a B-tree node holds up to 11 entries and
+/// (the root aside) at least 5, so under three times the entry with its key.
+const FTE_PLACE: u64 = 3 * std::mem::size_of::<(u32, Fte)>() as u64;
+
 impl Charged for Fte {
-    /// The masked value, the group's criteria copied, the destinations.
+    /// The masked value, the group's criteria copied, the destinations, and (an entry lives
+    /// in its table's map, not in a [`Table`] that charges its slot) its place in the map.
     fn charged(&self) -> u64 {
-        (self.masked.len() + std::mem::size_of_val(self.dests.as_slice())) as u64
+        FTE_PLACE
+            + (self.masked.len() + std::mem::size_of_val(self.dests.as_slice())) as u64
             + self.criteria.kept()
     }
 }
@@ -214,7 +223,9 @@ pub(super) fn create_table(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         entries: BTreeMap::new(),
         miss,
     };
-    let id = flow.tables.insert(table, MAX_TABLES)?;
+    let id = flow
+        .tables
+        .insert_charged(table, MAX_TABLES, &mut cx.m.storage)?;
     if let Some(miss) = miss {
         flow.tables.hold(miss);
     }
@@ -489,7 +500,7 @@ pub(super) fn destroy_table(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         flow.roots.remove(&ty);
         flow.tables.release(id);
     }
-    let table = flow.tables.remove(id)?;
+    let table = flow.tables.remove_charged(id, &mut cx.m.storage)?;
     if let Some(miss) = table.miss {
         flow.tables.release(miss);
     }

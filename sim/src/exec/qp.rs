@@ -6,7 +6,8 @@
 //!
 //! A QP's timestamp format is chosen at creation from qpc.ts_format against what the device
 //! offers for QPs ([`qp_ts_caps`]; refused with QP_BAD_TS_FORMAT) and kept: no transition
-//! writes ts_format, so the context keeps it as created.
+//! writes ts_format, so the context keeps it as created. So with the receive WQE stride,
+//! checked against max_wqe_sz_rq at creation.
 
 use super::{eq::ring_offset, out, Ctx, Req};
 use crate::bits::copy_bits;
@@ -19,9 +20,9 @@ use crate::syndrome as s;
 use mlx5_prm::cmd;
 use mlx5_prm::rt::{sm::Transition, Command, View};
 use mlx5_prm::{
-    CreateQpIn, CreateQpOut, DestroyQpIn, Init2initQpIn, Init2rtrQpIn, Qp2errIn, Qp2rstIn, QpMtu,
-    QpOptParam, QpRqType, QpServiceType, QpState, Qpc, QueryQpIn, QueryQpOut, Rst2initQpIn,
-    Rtr2rtsQpIn, Rts2rtsQpIn, Sqerr2rtsQpIn, QP_STATE_MACHINE,
+    CmdHcaCap, CreateQpIn, CreateQpOut, DestroyQpIn, Init2initQpIn, Init2rtrQpIn, Qp2errIn,
+    Qp2rstIn, QpMtu, QpOptParam, QpRqType, QpServiceType, QpState, Qpc, QueryQpIn, QueryQpOut,
+    Rst2initQpIn, Rtr2rtsQpIn, Rts2rtsQpIn, Sqerr2rtsQpIn, QP_STATE_MACHINE,
 };
 
 const PAS_ERRORS: PasErrors = PasErrors {
@@ -92,6 +93,7 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         (!has_sq || ctx.log_sq_size() <= max) && (!has_rq || ctx.log_rq_size() <= max),
         Fail::bad_param(s::QP_BAD_SIZE),
     )?;
+    check_rq_stride(gen, &ctx, has_rq)?;
     let (pd, uar) = (ctx.pd(), ctx.uar_page());
     cx.m.pds.check(pd, s::QP_PD_UNKNOWN)?;
     cx.m.uars.check(uar, s::QP_UAR_UNKNOWN)?;
@@ -153,6 +155,17 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let mut o = out::<cmd::CreateQp>(0);
     CreateQpOut::new_unchecked(&mut o[..]).set_qpn(qpn);
     Ok(o)
+}
+
+/// A receive WQE (the stride, 16 << log_rq_stride bytes) no larger than max_wqe_sz_rq, as an
+/// RQ's (`wq.rs`): the data path reads a WQE's scatter list up to the stride. Without a
+/// receive queue the field means nothing. No transition writes it (`spec/qp_states.yaml`),
+/// so CREATE_QP is the one place to check it.
+fn check_rq_stride(gen: &CmdHcaCap, ctx: &Qpc, has_rq: bool) -> Outcome<()> {
+    ensure(
+        !has_rq || 16u32 << ctx.log_rq_stride() <= u32::from(gen.max_wqe_sz_rq()),
+        Fail::bad_param(s::QP_RQ_STRIDE_TOO_LARGE),
+    )
 }
 
 /// The timestamp formats the device offers QPs (raw): the RoCE page's qp_ts_format while

@@ -73,6 +73,10 @@ pub(crate) struct Rqt {
     pub max: u16,
 }
 
+/// TISs and TIRs are of fixed size.
+impl Charged for Tis {}
+impl Charged for Tir {}
+
 impl Charged for Rqt {
     /// The entries: up to 2^log_max_rqt_size of them, the guest's choice.
     fn charged(&self) -> u64 {
@@ -96,7 +100,9 @@ pub(super) fn create_tis(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         cx.m.pds.check(pd, s::TIS_PD_UNKNOWN)?;
     }
     let limit = Model::limit(cx.m.gen().log_max_tis());
-    let tisn = cx.m.tises.insert(Tis { td, pd }, limit)?;
+    let tisn =
+        cx.m.tises
+            .insert_charged(Tis { td, pd }, limit, &mut cx.m.storage)?;
     cx.m.tds.hold(td);
     if let Some(pd) = pd {
         cx.m.pds.hold(pd);
@@ -108,9 +114,10 @@ pub(super) fn create_tis(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 
 /// DESTROY_TIS: fails while an SQ sends through it.
 pub(super) fn destroy_tis(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    let tis =
-        cx.m.tises
-            .remove(DestroyTisIn::new_unchecked(req.input).tisn())?;
+    let tis = cx.m.tises.remove_charged(
+        DestroyTisIn::new_unchecked(req.input).tisn(),
+        &mut cx.m.storage,
+    )?;
     cx.m.tds.release(tis.td);
     if let Some(pd) = tis.pd {
         cx.m.pds.release(pd);
@@ -145,7 +152,7 @@ pub(super) fn create_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         hash: hash_config(&ctx),
     };
     let limit = Model::limit(cx.m.gen().log_max_tir());
-    let tirn = cx.m.tirs.insert(tir, limit)?;
+    let tirn = cx.m.tirs.insert_charged(tir, limit, &mut cx.m.storage)?;
     cx.m.tds.hold(td);
     match target {
         TirTarget::Rq(rqn) => cx.m.rqs.hold(rqn),
@@ -180,9 +187,10 @@ pub(super) fn modify_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
 
 /// DESTROY_TIR: fails while a flow table entry forwards to it.
 pub(super) fn destroy_tir(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
-    let tir =
-        cx.m.tirs
-            .remove(DestroyTirIn::new_unchecked(req.input).tirn())?;
+    let tir = cx.m.tirs.remove_charged(
+        DestroyTirIn::new_unchecked(req.input).tirn(),
+        &mut cx.m.storage,
+    )?;
     cx.m.tds.release(tir.td);
     match tir.target {
         TirTarget::Rq(rqn) => cx.m.rqs.release(rqn),
