@@ -4,14 +4,18 @@
 //!
 //! Everything here runs on the socket thread and returns quickly: BAR writes only hand work
 //! to the model's firmware thread. Every request is checked; a bad one gets an error reply
-//! (an `io::Error` the crate turns into one), never a panic.
+//! (an `io::Error` the crate turns into one), never a panic. The crate's error reply carries
+//! errno 0 for a backend's error, so each refusal's errno is also handed to the relay
+//! ([`Refusals`]), which puts it in the reply on its way out.
 
 use crate::guestmem::{GuestMemory, MapError};
 use crate::model::Model;
-use crate::msix::{IrqAction, Msix};
+use crate::msix::{prepare_eventfd, IrqAction, Msix};
 use crate::pci::{
     ConfigEffect, ConfigSpace, CONFIG_SIZE, MSIX_ENTRY_SIZE, MSIX_PBA_OFFSET, MSIX_TABLE_OFFSET,
 };
+use crate::relay::validate::cmd;
+use crate::relay::Refusals;
 use crate::stats::Stats;
 use log::{info, warn};
 use std::fs::File;
@@ -38,6 +42,15 @@ fn map_err(e: MapError) -> io::Error {
     io::Error::from_raw_os_error(e.errno())
 }
 
+/// The errno an error reply should carry for `e`.
+fn errno_of(e: &io::Error) -> i32 {
+    match e.raw_os_error() {
+        Some(n) if n > 0 => n,
+        _ if e.kind() == io::ErrorKind::InvalidInput => libc::EINVAL,
+        _ => libc::EIO,
+    }
+}
+
 /// The model a connection drives, shared with the control channel (which may look at it or
 /// poke it from another thread).
 pub type SharedModel = Arc<Mutex<Model>>;
@@ -54,6 +67,8 @@ pub struct Function {
     err_fd: Option<File>,
     req_fd: Option<File>,
     stats: Arc<Stats>,
+    /// Where refusals' errnos go (the relay's), if anywhere.
+    refusals: Option<Arc<Refusals>>,
 }
 
 impl std::fmt::Debug for Function {
@@ -78,10 +93,25 @@ impl Function {
             err_fd: None,
             req_fd: None,
             stats,
+            refusals: None,
         };
         f.connect_interrupts();
         f.follow_bus_master();
         f
+    }
+
+    /// Hands the errno of every request refused from now on to `refusals`, in order (the
+    /// relay in front of the crate reads them back; without a relay nobody would).
+    pub fn report_refusals(&mut self, refusals: Arc<Refusals>) {
+        self.refusals = Some(refusals);
+    }
+
+    /// Passes `r` on, telling the relay first if it is a refusal of `command`.
+    fn noted<T>(&self, command: u16, r: io::Result<T>) -> io::Result<T> {
+        if let (Err(e), Some(q)) = (&r, &self.refusals) {
+            q.push(command, errno_of(e));
+        }
+        r
     }
 
     /// Makes the model and the MSI-X vectors obey the command register's Bus Master Enable
@@ -218,8 +248,9 @@ fn lock(m: &SharedModel) -> std::sync::MutexGuard<'_, Model> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl ServerBackend for Function {
-    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
+/// The requests themselves; [`ServerBackend`] below reports each one's refusal.
+impl Function {
+    fn do_region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => self
                 .config
@@ -230,7 +261,7 @@ impl ServerBackend for Function {
         }
     }
 
-    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
+    fn do_region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
         match region {
             VFIO_PCI_CONFIG_REGION_INDEX => self.config_write(offset, data),
             VFIO_PCI_BAR0_REGION_INDEX => self.bar_write(offset, data),
@@ -238,7 +269,7 @@ impl ServerBackend for Function {
         }
     }
 
-    fn dma_map(
+    fn do_dma_map(
         &mut self,
         flags: DmaMapFlags,
         offset: u64,
@@ -286,7 +317,7 @@ impl ServerBackend for Function {
         Ok(())
     }
 
-    fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
+    fn do_dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
         if flags.contains(DmaUnmapFlags::UNMAP_ALL) {
             self.shutdown();
             return Ok(());
@@ -303,12 +334,7 @@ impl ServerBackend for Function {
         Ok(())
     }
 
-    fn reset(&mut self) -> io::Result<()> {
-        Function::reset(self, "DEVICE_RESET");
-        Ok(())
-    }
-
-    fn set_irqs(
+    fn do_set_irqs(
         &mut self,
         index: u32,
         flags: u32,
@@ -339,6 +365,11 @@ impl ServerBackend for Function {
                 if start > 0 || count > 1 || fds.len() > 1 {
                     return Err(invalid("the error and request interrupts have one vector"));
                 }
+                // The same rule as the vectors': only an eventfd, never blocking.
+                if let Some(fd) = fds.first() {
+                    prepare_eventfd(fd)
+                        .map_err(|_| invalid("SET_IRQS: the descriptor is not an eventfd"))?;
+                }
                 let slot = if index == VFIO_PCI_ERR_IRQ_INDEX {
                     &mut self.err_fd
                 } else {
@@ -351,6 +382,52 @@ impl ServerBackend for Function {
             _ => return Err(invalid(format!("interrupt index {index} has no vectors"))),
         }
         Ok(())
+    }
+}
+
+impl ServerBackend for Function {
+    fn region_read(&mut self, region: u32, offset: u64, data: &mut [u8]) -> io::Result<()> {
+        let r = self.do_region_read(region, offset, data);
+        self.noted(cmd::REGION_READ, r)
+    }
+
+    fn region_write(&mut self, region: u32, offset: u64, data: &[u8]) -> io::Result<()> {
+        let r = self.do_region_write(region, offset, data);
+        self.noted(cmd::REGION_WRITE, r)
+    }
+
+    fn dma_map(
+        &mut self,
+        flags: DmaMapFlags,
+        offset: u64,
+        address: u64,
+        size: u64,
+        fd: Option<File>,
+    ) -> io::Result<()> {
+        let r = self.do_dma_map(flags, offset, address, size, fd);
+        self.noted(cmd::DMA_MAP, r)
+    }
+
+    fn dma_unmap(&mut self, flags: DmaUnmapFlags, address: u64, size: u64) -> io::Result<()> {
+        let r = self.do_dma_unmap(flags, address, size);
+        self.noted(cmd::DMA_UNMAP, r)
+    }
+
+    fn reset(&mut self) -> io::Result<()> {
+        Function::reset(self, "DEVICE_RESET");
+        Ok(())
+    }
+
+    fn set_irqs(
+        &mut self,
+        index: u32,
+        flags: u32,
+        start: u32,
+        count: u32,
+        fds: Vec<File>,
+    ) -> io::Result<()> {
+        let r = self.do_set_irqs(index, flags, start, count, fds);
+        self.noted(cmd::SET_IRQS, r)
     }
 }
 

@@ -4,7 +4,14 @@
 //! Every map is checked before it is made: non-empty, page-aligned, no address overflow, no
 //! overlap with a region already mapped, inside the file (an `mmap` past the end of a file
 //! maps pages whose access raises SIGBUS: the file's size is checked, so the model can never
-//! touch such a page), within the limits on the number and total size of regions. Regions
+//! touch such a page), within the limits on the number and total size of regions and on the
+//! bytes of files mapped into this process. The size check would not last if the client could
+//! shrink the file afterwards (`ftruncate`): the pages past the new end would raise SIGBUS
+//! under the model. So a file is mapped only once it is sealed against shrinking
+//! (F_SEAL_SHRINK, added here if it is missing; seals cannot be removed, so the file stays
+//! unshrinkable after it is unmapped); files that cannot be sealed are refused. QEMU's
+//! `memory-backend-memfd` (`share=on`) makes sealable memfds and seals them itself.
+//! Regions
 //! without a file descriptor (QEMU sends them for ROM/BIOS ranges) are recorded but give the
 //! device nothing to reach: accesses there are DMA faults.
 //!
@@ -19,13 +26,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 /// Most regions mapped at once: without a virtual IOMMU QEMU maps a handful (RAM below and
 /// above 4 GiB, ROMs); behind one, a region per page the guest maps for the device (a
 /// quarter of a million covers 1 GiB of guest RAM mapped page by page).
 pub const MAX_REGIONS: usize = 1 << 18;
-/// Most bytes mapped at once.
+/// Most bytes mapped at once: the regions' sizes add up to at most this, and so do the
+/// whole-file mappings alive in this process (each file is mapped whole, so a one-page region
+/// of a large sparse file costs the whole file's address space).
 pub const MAX_BYTES: u64 = 64 << 30;
 const PAGE: u64 = 4096;
 
@@ -70,7 +80,13 @@ pub enum MapError {
         /// The file's size.
         file_size: u64,
     },
-    /// Too many regions or bytes.
+    /// The file cannot be sealed against shrinking (a plain file, a memfd made without
+    /// MFD_ALLOW_SEALING, one sealed without F_SEAL_SHRINK): mapping it would let the client
+    /// pull pages out from under the model.
+    #[error("the file cannot be sealed against shrinking (F_SEAL_SHRINK)")]
+    Unsealable,
+    /// Too many regions or bytes (`size`: the region's, or the whole file's when a mapping of
+    /// it would pass the limit on bytes mapped).
     #[error("mapping {size:#x} more bytes would pass the limits ({MAX_REGIONS} regions, {MAX_BYTES:#x} bytes)")]
     Limit {
         /// Bytes asked for.
@@ -111,6 +127,9 @@ impl MapError {
 pub struct FileMap {
     ptr: *mut u8,
     len: usize,
+    /// The bytes mapped by its [`GuestMemory`]'s files, alive ones only: this mapping takes
+    /// its length back off when it goes.
+    live: Arc<AtomicU64>,
 }
 
 // SAFETY: the mapping is plain shared memory; the pointer is only handed to the model, which
@@ -154,6 +173,7 @@ impl Drop for FileMap {
         unsafe {
             libc::munmap(self.ptr.cast(), self.len);
         }
+        self.live.fetch_sub(self.len as u64, Ordering::Relaxed);
     }
 }
 
@@ -177,8 +197,11 @@ type FileKey = (u64, u64, bool);
 pub struct GuestMemory {
     regions: BTreeMap<u64, Region>,
     bytes: u64,
-    /// The files mapped, while a region uses them.
+    /// The files mapped, while a region uses them (the latest mapping of each).
     files: HashMap<FileKey, Weak<FileMap>>,
+    /// Bytes of every file mapping alive, the ones `files` no longer names included (a file
+    /// that grew is mapped again while regions keep its older mapping).
+    live: Arc<AtomicU64>,
 }
 
 impl GuestMemory {
@@ -235,6 +258,8 @@ impl GuestMemory {
         size: u64,
         writable: bool,
     ) -> Result<Mapping, MapError> {
+        // Sealed first: the size read next then stays a lower bound for the mapping's life.
+        seal_against_shrinking(f)?;
         let meta = f.metadata().map_err(|_| os_err("fstat"))?;
         let file_size = meta.len();
         if offset.checked_add(size).is_none_or(|end| end > file_size) {
@@ -249,7 +274,13 @@ impl GuestMemory {
         let file = match self.files.get(&key).and_then(Weak::upgrade) {
             Some(m) if end <= m.len as u64 => m,
             _ => {
-                let m = Arc::new(mmap_file(f, file_size, writable)?);
+                // Counted before it is made: the address space is taken by the mmap itself,
+                // however little of the file a region uses.
+                let live = self.live.load(Ordering::Relaxed);
+                if live.checked_add(file_size).is_none_or(|t| t > MAX_BYTES) {
+                    return Err(MapError::Limit { size: file_size });
+                }
+                let m = Arc::new(mmap_file(f, file_size, writable, &self.live)?);
                 self.files.retain(|_, w| w.strong_count() > 0);
                 self.files.insert(key, Arc::downgrade(&m));
                 m
@@ -342,6 +373,31 @@ impl GuestMemory {
     pub fn files_mapped(&self) -> usize {
         self.files.values().filter(|w| w.strong_count() > 0).count()
     }
+
+    /// Bytes of the file mappings alive in this process (what the limit on mapped bytes
+    /// counts), older mappings of grown files included.
+    pub fn bytes_mapped(&self) -> u64 {
+        self.live.load(Ordering::Relaxed)
+    }
+}
+
+/// Makes sure `f` can never shrink while it is mapped: adds F_SEAL_SHRINK, or finds it there
+/// already when the seals are closed (F_SEAL_SEAL, as QEMU's sealed memfds have them).
+/// Anything else (a file system without seals, a memfd made without MFD_ALLOW_SEALING, a
+/// read-only descriptor of an unsealed memfd) is [`MapError::Unsealable`].
+fn seal_against_shrinking(f: &File) -> Result<(), MapError> {
+    let fd = f.as_raw_fd();
+    // SAFETY: fcntl with an int argument on a descriptor `f` keeps open; no memory is passed.
+    if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_SHRINK) } == 0 {
+        return Ok(());
+    }
+    // SAFETY: as above; F_GET_SEALS takes no argument.
+    let seals = unsafe { libc::fcntl(fd, libc::F_GET_SEALS) };
+    if seals >= 0 && seals & libc::F_SEAL_SHRINK != 0 {
+        Ok(())
+    } else {
+        Err(MapError::Unsealable)
+    }
 }
 
 fn os_err(what: &'static str) -> MapError {
@@ -351,8 +407,13 @@ fn os_err(what: &'static str) -> MapError {
     }
 }
 
-/// Maps all `size` bytes of `f`, shared.
-fn mmap_file(f: &File, size: u64, writable: bool) -> Result<FileMap, MapError> {
+/// Maps all `size` bytes of `f`, shared, adding them to `live` until the mapping goes.
+fn mmap_file(
+    f: &File,
+    size: u64,
+    writable: bool,
+    live: &Arc<AtomicU64>,
+) -> Result<FileMap, MapError> {
     let len = usize::try_from(size).map_err(|_| MapError::Limit { size })?;
     let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
     // SAFETY: a fresh shared mapping at an address the kernel picks; nothing else refers to it.
@@ -369,9 +430,11 @@ fn mmap_file(f: &File, size: u64, writable: bool) -> Result<FileMap, MapError> {
     if ptr == libc::MAP_FAILED {
         return Err(os_err("mmap"));
     }
+    live.fetch_add(size, Ordering::Relaxed);
     Ok(FileMap {
         ptr: ptr.cast(),
         len,
+        live: live.clone(),
     })
 }
 

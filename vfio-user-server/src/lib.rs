@@ -18,8 +18,9 @@
 //! | [`trace`], [`commands`] | the command trace as JSON lines, decoded from the spec |
 //!
 //! The guest is untrusted: every message is framed and checked by the relay before the
-//! protocol crate sees it, and a bad one gets an error reply (the stream stays usable); a
-//! client that misbehaves beyond that, or disconnects, ends only its own session.
+//! protocol crate sees it, and a bad one gets an error reply (none if it was posted, with
+//! NoReply; the stream stays usable either way); a client that misbehaves beyond that, or
+//! disconnects, ends only its own session.
 
 pub mod backend;
 pub mod commands;

@@ -8,9 +8,16 @@
 //! Either way the PCI rule holds: a message for a vector that cannot be sent (masked, function
 //! masked, bus mastering off, or no eventfd yet) sets its pending bit, and is sent when that changes. Nothing is
 //! dropped.
+//!
+//! Vectors are signalled from the model's threads with the vectors' lock held, so a write
+//! that waited would stall every thread that takes the lock, the socket thread among them.
+//! Only eventfds are taken ([`prepare_eventfd`]), made non-blocking; a write that finds the
+//! counter at its maximum (EAGAIN) leaves it non-zero, so the reader wakes anyway: the
+//! message coalesces with the ones already counted, as messages on one vector do.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{ErrorKind, Write};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -55,6 +62,42 @@ pub enum IrqError {
         /// Vectors named.
         count: u32,
     },
+    /// A descriptor that is not an eventfd, or one that could not be made non-blocking.
+    #[error("descriptor {index} is not an eventfd that can be made non-blocking")]
+    NotEventfd {
+        /// Its place in the list received.
+        index: usize,
+    },
+}
+
+/// Checks that `fd` is an eventfd and makes it non-blocking, so that signalling it can never
+/// wait: a pipe, a socket or a file could fill or block, and so could a blocking eventfd whose
+/// counter the client left at its maximum.
+///
+/// The kernel names an eventfd's anonymous inode `anon_inode:[eventfd]` in `/proc/self/fd`;
+/// a file of that name somewhere reads back as an absolute path there, so the name cannot be
+/// faked. Without `/proc` nothing is taken (refusing is the safe side).
+///
+/// O_NONBLOCK is a flag of the open file, which the client shares: its own reads of the
+/// eventfd become non-blocking too (QEMU makes its eventfds non-blocking anyway).
+pub fn prepare_eventfd(fd: &File) -> std::io::Result<()> {
+    let raw = fd.as_raw_fd();
+    let target = std::fs::read_link(format!("/proc/self/fd/{raw}"))?;
+    if target.as_os_str() != "anon_inode:[eventfd]" {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: F_GETFL on a descriptor `fd` keeps open; no memory is passed.
+    let flags = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if flags & libc::O_NONBLOCK == 0 {
+        // SAFETY: F_SETFL on the same descriptor with an int argument; no memory is passed.
+        if unsafe { libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 struct State {
@@ -83,11 +126,20 @@ impl std::fmt::Debug for Msix {
     }
 }
 
-/// Signals an eventfd (adds 1 to its counter). A failed write (the client closed its end)
-/// only loses a message QEMU can no longer take.
+/// Signals an eventfd (adds 1 to its counter), never waiting: the descriptor was made
+/// non-blocking by [`prepare_eventfd`]. EAGAIN means the counter is at its maximum, so it is
+/// non-zero and the reader will wake: the message is delivered, coalesced with the ones
+/// counted before it. Any other failure only loses a message the client can no longer take.
 fn signal(fd: &File) -> bool {
     let mut f = fd;
-    f.write_all(&1u64.to_ne_bytes()).is_ok()
+    loop {
+        match f.write(&1u64.to_ne_bytes()) {
+            Ok(_) => return true,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        }
+    }
 }
 
 impl Msix {
@@ -160,7 +212,8 @@ impl Msix {
 
     /// SET_IRQS on the MSI-X index. `fds` empty with `Trigger`: the vectors lose their
     /// eventfds (QEMU's way of sending -1 descriptors); `count` 0 with no fds: every vector
-    /// loses its eventfd (the index is disabled). With fds: one per vector from `start`.
+    /// loses its eventfd (the index is disabled). With fds: one per vector from `start`, each
+    /// an eventfd ([`prepare_eventfd`]); if one is not, none is taken.
     pub fn set(
         &self,
         action: IrqAction,
@@ -187,6 +240,10 @@ impl Msix {
                 fds: fds.len(),
                 count,
             });
+        }
+        // Before the lock: the checks make system calls, and nothing changes if one fails.
+        if let Some(index) = fds.iter().position(|f| prepare_eventfd(f).is_err()) {
+            return Err(IrqError::NotEventfd { index });
         }
         let mut st = self.lock();
         let range = start as usize..end as usize;

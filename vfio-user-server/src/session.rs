@@ -7,7 +7,7 @@
 use crate::backend::{Function, SharedModel, CONFIG_REGION_SIZE, MSIX_VECTORS};
 use crate::model::{Model, Profile};
 use crate::msix::Msix;
-use crate::relay::{BindError, Relay};
+use crate::relay::{BindError, Refusals, Relay};
 use crate::stats::Stats;
 use log::{error, info, warn};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -192,11 +192,16 @@ pub fn serve_one(endpoint: &Endpoint, shared: &Shared, hooks: &dyn SessionHooks)
     let (server, pipes) = match endpoint {
         Endpoint::Direct(server) => (server, None),
         Endpoint::Relayed(relay) => {
+            // The backend tells the relay each refusal's errno, for the crate's error replies.
+            let refusals = Arc::new(Refusals::default());
             let started = relay
                 .accept()
-                .and_then(|client| relay.start(client, shared.stats.clone(), n));
+                .and_then(|client| relay.start(client, shared.stats.clone(), n, refusals.clone()));
             match started {
-                Ok(p) => (relay.server(), Some(p)),
+                Ok(p) => {
+                    function.report_refusals(refusals);
+                    (relay.server(), Some(p))
+                }
                 Err(e) => {
                     warn!("session {n}: no connection: {e}");
                     function.shutdown();

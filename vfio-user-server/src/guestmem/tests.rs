@@ -4,9 +4,14 @@
 use super::*;
 use std::os::fd::{FromRawFd, OwnedFd};
 
+/// Guest RAM as QEMU's `memory-backend-memfd` makes it: a memfd that can be sealed.
 fn memfd(len: u64) -> File {
+    memfd_with(len, libc::MFD_ALLOW_SEALING)
+}
+
+fn memfd_with(len: u64, flags: libc::c_uint) -> File {
     // SAFETY: memfd_create reads only the NUL-terminated name, a static C string.
-    let fd = unsafe { libc::memfd_create(c"ram".as_ptr(), 0) };
+    let fd = unsafe { libc::memfd_create(c"ram".as_ptr(), flags) };
     assert!(fd >= 0);
     // SAFETY: a fresh descriptor, ours.
     let f = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
@@ -141,4 +146,102 @@ fn a_file_that_grows_is_mapped_again() {
     drop(m.unmap(0x1000, PAGE).unwrap());
     drop(m.unmap(0x10_0000, PAGE).unwrap());
     assert_eq!(m.files_mapped(), 0);
+}
+
+/// A file the server cannot keep from shrinking is refused: a page of it could vanish under
+/// the mapping, and the model's next access there would be a SIGBUS.
+#[test]
+fn a_file_that_cannot_be_sealed_is_refused() {
+    let mut m = GuestMemory::default();
+    let unsealable = memfd_with(1 << 20, 0);
+    assert!(
+        m.map(0x10_0000, PAGE, 0, Some(&unsealable), true).is_err(),
+        "a memfd without MFD_ALLOW_SEALING was mapped"
+    );
+    let path = std::env::temp_dir().join(format!("guestmem-plain-{}", std::process::id()));
+    let plain = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    plain.set_len(1 << 20).unwrap();
+    assert!(
+        m.map(0x20_0000, PAGE, 0, Some(&plain), true).is_err(),
+        "a plain file was mapped"
+    );
+    assert!(m.is_empty());
+    assert_eq!(m.files_mapped(), 0);
+}
+
+#[test]
+fn a_mapped_file_can_no_longer_shrink() {
+    let ram = memfd(1 << 20);
+    let mut m = GuestMemory::default();
+    m.map(0x10_0000, PAGE, (1 << 20) - PAGE, Some(&ram), true)
+        .unwrap();
+    assert!(
+        ram.set_len(0).is_err(),
+        "the client could still truncate a mapped file"
+    );
+    // Growing stays allowed (QEMU's own seals forbid it; nothing here depends on it).
+    ram.set_len(2 << 20).unwrap();
+}
+
+/// The limit counts what is mapped into this process: a one-page region of a sparse 60 TiB
+/// file would map all 60 TiB.
+#[test]
+fn a_small_region_of_a_huge_sparse_file_is_refused() {
+    let huge = memfd(60 << 40);
+    let mut m = GuestMemory::default();
+    assert!(matches!(
+        m.map(0x10_0000, PAGE, 0, Some(&huge), true),
+        Err(MapError::Limit { .. })
+    ));
+    assert!(m.is_empty());
+    assert_eq!(m.files_mapped(), 0);
+}
+
+/// A file grown after its first mapping is mapped again, whole, while the old mapping lives
+/// on under its regions: both count.
+#[test]
+fn growing_a_file_counts_every_live_mapping() {
+    let ram = memfd(40 << 30);
+    let mut m = GuestMemory::default();
+    m.map(0x1000, PAGE, 0, Some(&ram), true).unwrap();
+    ram.set_len(50 << 30).unwrap();
+    assert!(matches!(
+        m.map(0x10_0000, PAGE, 45 << 30, Some(&ram), true),
+        Err(MapError::Limit { .. })
+    ));
+    // Once the old mapping is gone, the grown file fits.
+    drop(m.unmap(0x1000, PAGE).unwrap());
+    m.map(0x10_0000, PAGE, 45 << 30, Some(&ram), true).unwrap();
+    assert_eq!(m.files_mapped(), 1);
+}
+
+/// The older mapping of a grown file leaves the table when the file is mapped again, but not
+/// the address space: the limit still counts it until its last region goes.
+#[test]
+fn a_grown_files_older_mapping_counts_after_it_is_replaced() {
+    let ram = memfd(20 << 30);
+    let mut m = GuestMemory::default();
+    m.map(0x1000, PAGE, 0, Some(&ram), true).unwrap();
+    ram.set_len(30 << 30).unwrap();
+    m.map(0x2000, PAGE, 25 << 30, Some(&ram), true).unwrap();
+    assert_eq!(m.files_mapped(), 1);
+    assert_eq!(m.bytes_mapped(), 50 << 30);
+    // 50 GiB live + 20 GiB: past the limit, though the table names only 30 GiB.
+    let other = memfd(20 << 30);
+    assert!(matches!(
+        m.map(0x10_0000, PAGE, 0, Some(&other), true),
+        Err(MapError::Limit { .. })
+    ));
+    drop(m.unmap(0x1000, PAGE).unwrap());
+    assert_eq!(m.bytes_mapped(), 30 << 30);
+    m.map(0x10_0000, PAGE, 0, Some(&other), true).unwrap();
+    assert_eq!(m.bytes_mapped(), 50 << 30);
+    drop(m.take_all());
+    assert_eq!(m.bytes_mapped(), 0);
 }

@@ -1,5 +1,5 @@
 use super::*;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::FromRawFd;
 
 fn eventfd() -> File {
@@ -134,4 +134,83 @@ fn reset_clears_pending_and_masks_but_keeps_eventfds() {
     assert_eq!(m.pba(), vec![0]);
     m.raise(0);
     assert_eq!(take(&fd), 1);
+}
+
+/// A blocking eventfd whose counter is one short of its maximum: any further write would
+/// wait for a reader (what a hostile client sends to stall the server).
+fn full_blocking_eventfd() -> File {
+    // SAFETY: eventfd returns a new descriptor we own (or -1, checked).
+    let fd = unsafe { libc::eventfd(0, 0) };
+    assert!(fd >= 0);
+    // SAFETY: fd is a fresh, owned descriptor.
+    let f = unsafe { File::from_raw_fd(fd) };
+    let mut w = &f;
+    w.write_all(&0xffff_ffff_ffff_fffeu64.to_ne_bytes())
+        .unwrap();
+    f
+}
+
+/// Runs `f` on a thread; false if it has not returned within two seconds (the thread is
+/// left blocked: the test fails anyway).
+fn returns_in_time(f: impl FnOnce() + Send + 'static) -> bool {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(2)).is_ok()
+}
+
+#[test]
+fn a_full_eventfd_never_blocks_a_raise() {
+    let m = std::sync::Arc::new(Msix::new(2));
+    let fd = full_blocking_eventfd();
+    m.set(IrqAction::Trigger, 0, 1, vec![dup(&fd)]).unwrap();
+    let m2 = m.clone();
+    assert!(
+        returns_in_time(move || {
+            m2.raise(0);
+        }),
+        "raise blocked in write(2) on the client's eventfd"
+    );
+    // The lock is free: the socket thread's work goes on.
+    assert!(returns_in_time(move || {
+        m.set_function_mask(false);
+    }));
+    assert_eq!(take(&fd), 0xffff_ffff_ffff_fffe, "the signal was coalesced");
+}
+
+#[test]
+fn a_pending_message_flushed_to_a_full_eventfd_never_blocks() {
+    let m = std::sync::Arc::new(Msix::new(2));
+    m.raise(1);
+    let fd = full_blocking_eventfd();
+    let m2 = m.clone();
+    let f2 = dup(&fd);
+    assert!(
+        returns_in_time(move || {
+            let _ = m2.set(IrqAction::Trigger, 1, 1, vec![f2]);
+        }),
+        "SET_IRQS blocked flushing a pending message"
+    );
+    assert_eq!(m.pba(), vec![0], "the message counts as delivered");
+}
+
+#[test]
+fn only_eventfds_are_taken_for_vectors() {
+    let m = Msix::new(2);
+    let mut ends = [0i32; 2];
+    // SAFETY: pipe writes two descriptors into the array (checked).
+    assert_eq!(unsafe { libc::pipe(ends.as_mut_ptr()) }, 0);
+    // SAFETY: both descriptors are fresh and ours.
+    let (r, w) = unsafe { (File::from_raw_fd(ends[0]), File::from_raw_fd(ends[1])) };
+    assert!(
+        m.set(IrqAction::Trigger, 0, 1, vec![w]).is_err(),
+        "a pipe taken as a vector's eventfd"
+    );
+    drop(r);
+    let file = File::open("/dev/null").unwrap();
+    assert!(m.set(IrqAction::Trigger, 0, 1, vec![file]).is_err());
+    m.raise(0);
+    assert_eq!(m.pba(), vec![1], "the vector has no descriptor");
 }

@@ -29,6 +29,19 @@
 //!   commands came; vfio-user replies carry the command's message id and QEMU's proxy matches
 //!   each reply against its pending requests by id, so that is within the protocol.
 //!
+//! Posted messages (NoReply: QEMU's posted writes) must get no reply at all, even when they
+//! are refused: QEMU takes a reply it is not waiting for as a protocol error. The crate
+//! answers a refusal whatever the flag says, so the relay clears NoReply on what it forwards
+//! (the crate then answers every forwarded message, exactly once, in order) and keeps the
+//! list of what it forwarded (`InFlight`); the crate→client thread pairs each reply with
+//! the oldest entry and drops the replies to posted messages, refusals and acceptances alike.
+//! Accepted posted messages still take effect; only their replies go.
+//!
+//! The crate's error reply for a refusal by the backend carries errno 0. The backend hands
+//! each refusal's errno to [`Refusals`], in order, and the crate→client thread puts it back
+//! into the reply (ENOSPC for a DMA_MAP over the limits, EINVAL for a descriptor that is not
+//! an eventfd, ...).
+//!
 //! Either side closing ends both directions: the client leaving shuts the crate's input
 //! (its `run` sees EOF and returns), the crate leaving shuts the client's socket, and
 //! [`Pipes::finish`] shuts both sockets and joins both threads.
@@ -39,6 +52,7 @@ pub mod validate;
 use crate::stats::Stats;
 use frame::{read_frame, write_frame, ReadError};
 use log::{debug, warn};
+use std::collections::VecDeque;
 use std::io;
 use std::net::Shutdown;
 use std::os::unix::fs::DirBuilderExt;
@@ -47,7 +61,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use validate::{Limits, Verdict, MAX_MESSAGE};
+use validate::{Limits, Verdict, FLAG_ERROR, FLAG_NO_REPLY, HEADER, MAX_MESSAGE};
 use vfio_user::{IrqInfo, Server, ServerRegion};
 
 /// A directory only this user can enter, removed (with what is in it) when dropped.
@@ -82,6 +96,83 @@ impl Drop for PrivateDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The errnos of the backend's refusals, oldest first, with the command each refused.
+///
+/// The crate turns every error the backend returns into one error reply with errno 0, and
+/// refuses nothing else with errno 0 among the commands that reach the backend (its other
+/// checks carry EINVAL, or are the relay's own rules). So, in the order the crate answers,
+/// each such reply takes the oldest errno of its command.
+#[derive(Debug, Default)]
+pub struct Refusals(Mutex<VecDeque<(u16, i32)>>);
+
+impl Refusals {
+    /// The backend refused a `command` with `errno`.
+    pub fn push(&self, command: u16, errno: i32) {
+        self.lock().push_back((command, errno));
+    }
+
+    /// The errno for the crate's next errno-0 error reply to `command`, if the backend gave
+    /// one (the queue is left alone if its oldest entry is for another command).
+    fn take(&self, command: u16) -> Option<i32> {
+        let mut q = self.lock();
+        match q.front() {
+            Some(&(c, errno)) if c == command => {
+                q.pop_front();
+                Some(errno)
+            }
+            _ => None,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(u16, i32)>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// One message forwarded to the crate, still owed its reply.
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    id: u16,
+    command: u16,
+    /// The client asked for no reply: the crate's is dropped.
+    posted: bool,
+}
+
+/// What the crate was sent and has not answered yet, oldest first. The crate reads one
+/// message at a time and answers it before the next, so its replies come in this order.
+/// It grows only as far as the sockets between the relay and the crate buffer: the
+/// upstream thread blocks when the crate stops reading.
+#[derive(Debug, Default)]
+struct InFlight(Mutex<VecDeque<Sent>>);
+
+impl InFlight {
+    fn push(&self, s: Sent) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(s);
+    }
+
+    /// Takes the entry this reply answers: the oldest one, as the crate answers in order;
+    /// should the reply name another message, the oldest entry with its id and command
+    /// (entries older than that one are kept: a reply out of order must not make the relay
+    /// drop, or pass on, another message's answer). None if nothing sent matches.
+    fn take(&self, id: u16, command: u16) -> Option<Sent> {
+        let mut q = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let at = q.iter().position(|s| s.id == id && s.command == command)?;
+        q.remove(at)
+    }
+}
+
+/// Commands whose refusals may come from the backend (the others never reach it).
+fn reaches_backend(command: u16) -> bool {
+    use validate::cmd::*;
+    matches!(
+        command,
+        DMA_MAP | DMA_UNMAP | SET_IRQS | REGION_READ | REGION_WRITE | DEVICE_RESET
+    )
 }
 
 /// The public socket, the crate's server on its private socket, and the rules.
@@ -166,26 +257,41 @@ impl Relay {
     }
 
     /// Connects to the crate's socket and starts relaying between it and `client`. The
-    /// caller then runs the crate's `run`, which accepts this connection.
-    pub fn start(&self, client: UnixStream, stats: Arc<Stats>, session: u64) -> io::Result<Pipes> {
+    /// caller then runs the crate's `run`, which accepts this connection, with a backend
+    /// that hands its refusals' errnos to `refusals`.
+    pub fn start(
+        &self,
+        client: UnixStream,
+        stats: Arc<Stats>,
+        session: u64,
+        refusals: Arc<Refusals>,
+    ) -> io::Result<Pipes> {
         let inner = UnixStream::connect(&self.inner)?;
         let out = Arc::new(Mutex::new(client.try_clone()?));
+        let in_flight = Arc::new(InFlight::default());
         let up = Upstream {
             client: client.try_clone()?,
             inner: inner.try_clone()?,
             out: out.clone(),
             limits: self.limits.clone(),
+            in_flight: in_flight.clone(),
             stats,
             session,
         };
-        let down_inner = inner.try_clone()?;
-        let down_client = client.try_clone()?;
+        let down = Downstream {
+            inner: inner.try_clone()?,
+            client: client.try_clone()?,
+            out,
+            in_flight,
+            refusals,
+            session,
+        };
         let t1 = std::thread::Builder::new()
             .name(format!("relay-up-{session}"))
             .spawn(move || up.run())?;
         let t2 = std::thread::Builder::new()
             .name(format!("relay-down-{session}"))
-            .spawn(move || downstream(down_inner, down_client, out, session));
+            .spawn(move || down.run());
         let t2 = match t2 {
             Ok(t) => t,
             Err(e) => {
@@ -231,6 +337,7 @@ struct Upstream {
     inner: UnixStream,
     out: Arc<Mutex<UnixStream>>,
     limits: Arc<Limits>,
+    in_flight: Arc<InFlight>,
     stats: Arc<Stats>,
     session: u64,
 }
@@ -261,7 +368,7 @@ impl Upstream {
     fn run(self) {
         let n = self.session;
         loop {
-            let frame = match read_frame(&self.client, MAX_MESSAGE) {
+            let mut frame = match read_frame(&self.client, MAX_MESSAGE) {
                 Ok(f) => f,
                 Err(ReadError::Closed) => break,
                 Err(e) => {
@@ -273,6 +380,19 @@ impl Upstream {
             let h = frame.header;
             match validate::check(&h, frame.body(), frame.nfds(), &self.limits) {
                 Verdict::Forward => {
+                    let posted = h.flags & FLAG_NO_REPLY != 0;
+                    if posted {
+                        // The crate answers it then, refusal or not; the downstream thread
+                        // drops that answer (see the module's notes).
+                        frame.bytes[8..12]
+                            .copy_from_slice(&(h.flags & !FLAG_NO_REPLY).to_le_bytes());
+                    }
+                    // Listed before it is sent, so that its reply always finds it.
+                    self.in_flight.push(Sent {
+                        id: h.message_id,
+                        command: h.command,
+                        posted,
+                    });
                     if let Err(e) = write_frame(&self.inner, &frame.bytes, &frame.fds) {
                         debug!("session {n}: the protocol server's socket: {e}");
                         break;
@@ -290,7 +410,7 @@ impl Upstream {
                     );
                     // A sender that asked for no reply (QEMU's posted writes) gets none: an
                     // unexpected reply is a protocol error on its side.
-                    if h.flags & validate::FLAG_NO_REPLY != 0 {
+                    if h.flags & FLAG_NO_REPLY != 0 {
                         continue;
                     }
                     let reply = h.error_reply(reason.errno()).to_bytes();
@@ -308,25 +428,65 @@ impl Upstream {
     }
 }
 
-/// The crate→client direction: whole replies, under the shared lock.
-fn downstream(inner: UnixStream, client: UnixStream, out: Arc<Mutex<UnixStream>>, n: u64) {
-    loop {
-        let frame = match read_frame(&inner, MAX_MESSAGE) {
-            Ok(f) => f,
-            Err(ReadError::Closed) => break,
-            Err(e) => {
-                warn!("session {n}: the protocol server's reply: {e}");
+/// The crate→client direction: whole replies, under the shared lock, each paired with the
+/// message it answers: errno put back into backend refusals, replies to posted messages
+/// dropped.
+struct Downstream {
+    inner: UnixStream,
+    client: UnixStream,
+    out: Arc<Mutex<UnixStream>>,
+    in_flight: Arc<InFlight>,
+    refusals: Arc<Refusals>,
+    session: u64,
+}
+
+impl Downstream {
+    fn run(self) {
+        let n = self.session;
+        loop {
+            let mut frame = match read_frame(&self.inner, MAX_MESSAGE) {
+                Ok(f) => f,
+                Err(ReadError::Closed) => break,
+                Err(e) => {
+                    warn!("session {n}: the protocol server's reply: {e}");
+                    break;
+                }
+            };
+            let mut h = frame.header;
+            if h.flags & FLAG_ERROR != 0 && h.error_no == 0 && reaches_backend(h.command) {
+                if let Some(errno) = self.refusals.take(h.command) {
+                    h.error_no = errno as u32;
+                    frame.bytes[..HEADER].copy_from_slice(&h.to_bytes());
+                }
+            }
+            match self.in_flight.take(h.message_id, h.command) {
+                Some(sent) => {
+                    if sent.posted {
+                        if h.flags & FLAG_ERROR != 0 {
+                            debug!(
+                                "session {n}: posted {} (id {}) refused (errno {}); no reply",
+                                name(h.command),
+                                h.message_id,
+                                h.error_no
+                            );
+                        }
+                        continue;
+                    }
+                }
+                None => warn!(
+                    "session {n}: a reply (id {}, command {}) to nothing sent; passed on",
+                    h.message_id, h.command
+                ),
+            }
+            let w = self.out.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(e) = write_frame(&w, &frame.bytes, &frame.fds) {
+                debug!("session {n}: the client's socket: {e}");
                 break;
             }
-        };
-        let w = out.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = write_frame(&w, &frame.bytes, &frame.fds) {
-            debug!("session {n}: the client's socket: {e}");
-            break;
         }
+        // Nobody reads the crate's replies any more: make its writes fail rather than block,
+        // and end the client's connection (the upstream thread wakes with EOF).
+        let _ = self.inner.shutdown(Shutdown::Both);
+        let _ = self.client.shutdown(Shutdown::Both);
     }
-    // Nobody reads the crate's replies any more: make its writes fail rather than block, and
-    // end the client's connection (the upstream thread wakes with EOF).
-    let _ = inner.shutdown(Shutdown::Both);
-    let _ = client.shutdown(Shutdown::Both);
 }

@@ -42,6 +42,8 @@ pub const TYPE_MASK: u32 = 0xf;
 pub const FLAG_NO_REPLY: u32 = 1 << 4;
 /// `flags`: the reply reports an error (`error_no`).
 pub const FLAG_ERROR: u32 = 1 << 5;
+/// SET_IRQS `flags`: VFIO_IRQ_SET_DATA_BOOL.
+pub const IRQ_DATA_BOOL: u32 = 1 << 1;
 
 /// Command numbers (vfio-user protocol).
 pub mod cmd {
@@ -175,6 +177,9 @@ pub enum Reason {
     BadFds,
     /// A command the crate does not implement (or no such command).
     Unsupported,
+    /// SET_IRQS with DATA_BOOL: the crate refuses it before the backend, with errno 0, which
+    /// would leave the relay unable to tell it from a backend refusal (see [`super::Refusals`]).
+    IrqDataBool,
 }
 
 impl Reason {
@@ -200,6 +205,7 @@ impl fmt::Display for Reason {
             Reason::OutOfRange => "access past the region's end",
             Reason::BadFds => "descriptors the command does not take",
             Reason::Unsupported => "command not supported",
+            Reason::IrqDataBool => "SET_IRQS with DATA_BOOL (not supported)",
         })
     }
 }
@@ -288,6 +294,9 @@ pub fn check(header: &Header, body: &[u8], nfds: usize, limits: &Limits) -> Verd
         return reject(BadFds);
     }
     match header.command {
+        cmd::SET_IRQS if u32_at(body, 4).is_some_and(|f| f & IRQ_DATA_BOOL != 0) => {
+            return reject(IrqDataBool);
+        }
         cmd::VERSION => {
             let json = &body[fixed..];
             let ok = !json.is_empty()

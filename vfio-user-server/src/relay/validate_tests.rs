@@ -116,6 +116,10 @@ fn each_hazard_is_refused() {
     }
     assert_eq!(refused(SET_IRQS, &set_irqs(1), 2), BadFds);
     assert_eq!(refused(SET_IRQS, &set_irqs(1), usize::MAX), BadFds);
+    // DATA_BOOL | ACTION_TRIGGER.
+    let mut bool_data = set_irqs(1);
+    bool_data[4..8].copy_from_slice(&0x22u32.to_le_bytes());
+    assert_eq!(refused(SET_IRQS, &bool_data, 0), IrqDataBool);
     assert_eq!(refused(DMA_MAP, &[0; 32], 3), BadFds);
     assert_eq!(refused(REGION_READ, &access(0, 7, 4), 1), BadFds);
     let mut h = header(REGION_READ, 16);
@@ -177,6 +181,10 @@ proptest! {
                 prop_assert_eq!(body.len(), fixed);
             }
             prop_assert!(nfds <= 1 || command == SET_IRQS);
+            if command == SET_IRQS {
+                let irq_flags = u32::from_le_bytes(body[4..8].try_into().unwrap());
+                prop_assert_eq!(irq_flags & IRQ_DATA_BOOL, 0);
+            }
             if command == REGION_READ || command == REGION_WRITE {
                 let off = u64::from_le_bytes(body[0..8].try_into().unwrap());
                 let region = u32::from_le_bytes(body[8..12].try_into().unwrap());

@@ -147,10 +147,16 @@ impl Drop for Server {
     }
 }
 
+/// Guest RAM as QEMU's `memory-backend-memfd` makes it: a memfd that can be sealed (QEMU
+/// seals it itself; the server adds F_SEAL_SHRINK at DMA_MAP if it is missing).
 pub fn memfd(len: u64) -> OwnedFd {
-    // SAFETY: memfd_create with a NUL-terminated name; the result is checked.
+    memfd_with(len, libc::MFD_ALLOW_SEALING)
+}
+
+/// A memfd of `len` bytes made with these `memfd_create` flags.
+pub fn memfd_with(len: u64, flags: libc::c_uint) -> OwnedFd {
     // SAFETY: memfd_create reads only the NUL-terminated name, a static C string.
-    let fd = unsafe { libc::memfd_create(c"guest-ram".as_ptr(), 0) };
+    let fd = unsafe { libc::memfd_create(c"guest-ram".as_ptr(), flags) };
     assert!(fd >= 0);
     // SAFETY: fresh descriptor, ours.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
