@@ -90,7 +90,8 @@ fn count(direction: &str, batch: usize, rounds: usize) {
                 pool.alloc_batch(&mut pkts, batch);
                 pkts.iter_mut().for_each(|p| p.set_len(60));
                 moved += eth.tx_batch(&mut pkts).expect("tx");
-                be.release();
+                // SAFETY: the SQ just rung lives (`eth` outlives the loop).
+                unsafe { be.release() };
             }
             "rx" => {
                 for _ in 0..batch {
@@ -106,7 +107,8 @@ fn count(direction: &str, batch: usize, rounds: usize) {
                 }
                 eth.rx_batch(&mut out, batch).expect("rx");
                 moved += eth.tx_batch(&mut out).expect("tx");
-                be.release();
+                // SAFETY: as for "tx".
+                unsafe { be.release() };
             }
             "pool" => {
                 // What an application pays for its packets on top of the queues: a batch

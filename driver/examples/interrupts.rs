@@ -72,7 +72,7 @@ fn run(args: Args) -> Result<(), Failure> {
     let (before, woken) = (vector0(irqs()), hca.backend().wakeups().unwrap_or(0));
     let start = Instant::now();
     for _ in 0..args.commands {
-        hca.run::<QueryAdapter>(0, |_| {})?;
+        hca.query::<QueryAdapter>(0, |_| {})?;
     }
     let took = start.elapsed();
     let fired = vector0(irqs()) - before;

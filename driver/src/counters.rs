@@ -28,7 +28,8 @@ impl<B: Backend> std::fmt::Debug for QCounter<'_, B> {
 impl<'h, B: Backend> QCounter<'h, B> {
     /// A new set, every count zero.
     pub fn alloc(hca: &'h Hca<B>) -> Result<QCounter<'h, B>> {
-        let id = hca.run::<AllocQCounter>(0, |_| {})?.counter_set_id();
+        // SAFETY: a counter set names no memory; its object deallocates it once, on drop.
+        let id = unsafe { hca.run::<AllocQCounter>(0, |_| {}) }?.counter_set_id();
         Ok(QCounter {
             object: Object::new(hca, Kind::QCounter(id), Vec::new()),
             id,
@@ -42,7 +43,7 @@ impl<'h, B: Backend> QCounter<'h, B> {
 
     /// The counts now; `clear` zeroes them after reading, in the same command.
     pub fn query(&self, clear: bool) -> Result<QCounts> {
-        let out = self.object.hca().run::<QueryQCounter>(0, |i| {
+        let out = self.object.hca().query::<QueryQCounter>(0, |i| {
             i.set_counter_set_id(self.id);
             i.set_clear(clear);
         })?;

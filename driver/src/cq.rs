@@ -382,18 +382,22 @@ impl<'h, B: Backend> Cq<'h, B> {
             .collect();
         let info = hca.info();
         let (uar, dbr, eqn) = (info.uar, dbrec.iova(), info.eqn);
-        let out = hca.run_extra::<CreateCq>(0, pages.len() * 8, 0, |i| {
-            let mut ctx = i.cq_context_mut();
-            ctx.try_set_log_cq_size(log_size)?;
-            ctx.try_set_uar_page(uar)?;
-            ctx.set_c_eqn_or_apu_element(u32::from(eqn));
-            ctx.set_log_page_size(0);
-            ctx.set_dbr_addr(dbr);
-            for (k, p) in pages.iter().enumerate() {
-                i.set_pas(k, *p)?;
-            }
-            Ok(())
-        })?;
+        // SAFETY: the memory named is `ring` and `dbrec`, which the CQ's object keeps until
+        // DESTROY_CQ succeeds (quarantined otherwise); completions go to the HCA's EQ.
+        let out = unsafe {
+            hca.run_extra::<CreateCq>(0, pages.len() * 8, 0, |i| {
+                let mut ctx = i.cq_context_mut();
+                ctx.try_set_log_cq_size(log_size)?;
+                ctx.try_set_uar_page(uar)?;
+                ctx.set_c_eqn_or_apu_element(u32::from(eqn));
+                ctx.set_log_page_size(0);
+                ctx.set_dbr_addr(dbr);
+                for (k, p) in pages.iter().enumerate() {
+                    i.set_pas(k, *p)?;
+                }
+                Ok(())
+            })
+        }?;
         let cqn = out.cqn();
         let object = Object::new(hca, Kind::Cq(cqn), vec![ring, dbrec]);
         let shared = Shared {
@@ -576,10 +580,14 @@ impl<'h, B: Backend> Cq<'h, B> {
         self.record
             .write32::<{ CqDoorbellRecordArmWord::OFFSET }>(0, record.bits());
         B::Barriers::to_device();
-        self.hca()
-            .backend()
-            .mmio()
-            .write64(self.uar_offset + UarPageCqArmWord::OFFSET, doorbell.bits());
+        // SAFETY: this CQ's arm doorbell on the HCA's UAR page: it asks for an event on the
+        // HCA's EQ, and lets the device write no memory the CQ does not keep.
+        unsafe {
+            self.hca()
+                .backend()
+                .mmio()
+                .write64(self.uar_offset + UarPageCqArmWord::OFFSET, doorbell.bits())
+        };
         self.arm_sn = self.arm_sn.wrapping_add(1);
     }
 

@@ -42,8 +42,14 @@ impl SendDoorbell {
     /// record (the send counter is its second dword); `last` the last WQE posted. With `copy`, `last` (one basic
     /// block) is copied whole to the BlueFlame register instead of ringing with its first 8
     /// bytes.
+    ///
+    /// # Safety
+    ///
+    /// `be` is the backend of the HCA that owns the queue, which exists; every WQE up to
+    /// `counter` is written in its ring, and the memory each names (packet buffers, posted
+    /// regions) is kept until its completion (or quarantined with the queue).
     #[inline(always)]
-    pub(crate) fn ring<B: Backend>(
+    pub(crate) unsafe fn ring<B: Backend>(
         &mut self,
         be: &B,
         record: DeviceBytes<'_>,
@@ -60,10 +66,12 @@ impl SendDoorbell {
             for (k, word) in block.iter_mut().enumerate() {
                 *word = last.read_be64(k * 8);
             }
-            be.mmio().copy_wc(at, &block);
+            // SAFETY: the queue's own BlueFlame half, with the caller's promise.
+            unsafe { be.mmio().copy_wc(at, &block) };
             B::Barriers::wc_flush();
         } else {
-            be.mmio().write64(at, last.read_be64(0));
+            // SAFETY: the queue's own BlueFlame half, with the caller's promise.
+            unsafe { be.mmio().write64(at, last.read_be64(0)) };
         }
         self.half ^= 1;
     }
@@ -71,8 +79,12 @@ impl SendDoorbell {
     /// [`SendDoorbell::ring`] without the copy, for a caller that knows the last WQE's first
     /// 8 bytes (`first8`, as [`Bytes::read_be64`] would read them): the same order, and the
     /// counter written to `record` (the queue's doorbell record) as one dword.
+    ///
+    /// # Safety
+    ///
+    /// As for [`SendDoorbell::ring`].
     #[inline(always)]
-    pub(crate) fn ring_word<B: Backend>(
+    pub(crate) unsafe fn ring_word<B: Backend>(
         &mut self,
         be: &B,
         record: Ring<8>,
@@ -83,7 +95,8 @@ impl SendDoorbell {
         record.write32::<SEND_COUNTER_DWORD>(0, u32::from(counter));
         B::Barriers::to_device();
         let at = self.uar_offset + BF_OFFSET + self.half * BF_HALF;
-        be.mmio().write64(at, first8);
+        // SAFETY: the queue's own BlueFlame half, with the caller's promise.
+        unsafe { be.mmio().write64(at, first8) };
         self.half ^= 1;
     }
 }

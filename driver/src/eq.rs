@@ -11,6 +11,7 @@ use mlx5_prm::{
     CreateEqOut, Eqe, EventType, PagesReqEvent, PpsEvent, UarPage, UarPageEqArmWord,
     UarPageEqUpdateWord,
 };
+use std::mem::ManuallyDrop;
 
 /// Bytes per EQE.
 const EQE: usize = 64;
@@ -73,12 +74,30 @@ pub enum Event {
 }
 
 /// An EQ and its ring.
+///
+/// The ring is freed only after DESTROY_EQ succeeded ([`EventQueue::destroy`]): dropped any
+/// other way (a plain drop, [`EventQueue::abandon`], an unwinding owner) the EQ still exists in
+/// the device, which writes an EQE into the ring on its next event, so the ring goes to
+/// quarantine.
 pub struct EventQueue {
-    ring: DmaBuf,
+    /// Taken out only by `drop`.
+    ring: ManuallyDrop<DmaBuf>,
     log_size: u8,
     eqn: u8,
     uar_offset: usize,
     consumer: u32,
+    /// DESTROY_EQ succeeded: the device no longer writes the ring, which may be freed.
+    destroyed: bool,
+}
+
+impl Drop for EventQueue {
+    fn drop(&mut self) {
+        // SAFETY: `ring` is taken once, here, and never used again.
+        let ring = unsafe { ManuallyDrop::take(&mut self.ring) };
+        if !self.destroyed {
+            ring.quarantine();
+        }
+    }
 }
 
 impl EventQueue {
@@ -104,17 +123,22 @@ impl EventQueue {
         // On failure the EQ does not exist, if the device told the truth: the ring is freed
         // when the command never reached it, quarantined otherwise (a device that made the
         // EQ and reported a failure writes events to it on its own).
-        let out = cmdq.run::<CreateEq, _, _>(be, 0, pages.len() * 8, 0, |i| {
-            let mut ctx = i.eq_context_entry_mut();
-            ctx.try_set_log_eq_size(log_size)?;
-            ctx.try_set_uar_page(uar)?;
-            ctx.set_log_page_size(0);
-            i.set_event_bitmask(0, mask)?;
-            for (k, p) in pages.iter().enumerate() {
-                i.set_pas(k, *p)?;
-            }
-            Ok(())
-        });
+        // SAFETY: the only memory the command gives the device is `ring`, which is kept until
+        // DESTROY_EQ succeeds (the EventQueue's drop quarantines it otherwise) and freed below
+        // only when the command never reached the device.
+        let out = unsafe {
+            cmdq.run::<CreateEq, _, _>(be, 0, pages.len() * 8, 0, |i| {
+                let mut ctx = i.eq_context_entry_mut();
+                ctx.try_set_log_eq_size(log_size)?;
+                ctx.try_set_uar_page(uar)?;
+                ctx.set_log_page_size(0);
+                i.set_event_bitmask(0, mask)?;
+                for (k, p) in pages.iter().enumerate() {
+                    i.set_pas(k, *p)?;
+                }
+                Ok(())
+            })
+        };
         let out = match out {
             Ok(out) => out,
             Err(e) => {
@@ -124,13 +148,22 @@ impl EventQueue {
                 return Err(e);
             }
         };
-        let eqn = CreateEqOut::new_checked(&out[..])?.eq_number();
+        // The EQ exists from here on: should its number not be readable, the ring is the
+        // device's for good.
+        let eqn = match CreateEqOut::new_checked(&out[..]) {
+            Ok(view) => view.eq_number(),
+            Err(e) => {
+                ring.quarantine();
+                return Err(e.into());
+            }
+        };
         let eq = EventQueue {
-            ring,
+            ring: ManuallyDrop::new(ring),
             log_size,
             eqn,
             uar_offset: uar as usize * 4096,
             consumer: 0,
+            destroyed: false,
         };
         eq.arm(be);
         Ok(eq)
@@ -148,8 +181,12 @@ impl EventQueue {
             .eq_arm_eqn(self.eqn)
             .eq_arm_ci(self.consumer & CI_MASK);
         B::Barriers::to_device();
-        be.mmio()
-            .write32(self.uar_offset + UarPageEqArmWord::OFFSET, word.bits());
+        // SAFETY: the EQ's arm doorbell: the device may write the entries read so far again,
+        // all in the ring this value keeps (or quarantines).
+        unsafe {
+            be.mmio()
+                .write32(self.uar_offset + UarPageEqArmWord::OFFSET, word.bits())
+        };
     }
 
     /// Tells the device how far the driver has read without arming (the update doorbell), so
@@ -159,8 +196,11 @@ impl EventQueue {
             .eq_update_eqn(self.eqn)
             .eq_update_ci(self.consumer & CI_MASK);
         B::Barriers::to_device();
-        be.mmio()
-            .write32(self.uar_offset + UarPageEqUpdateWord::OFFSET, word.bits());
+        // SAFETY: as for the arm doorbell.
+        unsafe {
+            be.mmio()
+                .write32(self.uar_offset + UarPageEqUpdateWord::OFFSET, word.bits())
+        };
     }
 
     /// Reads the EQEs the device has written since the last call, at most one ring's worth
@@ -232,24 +272,25 @@ impl EventQueue {
     }
 
     /// Destroys the EQ and frees its ring. If DESTROY_EQ fails the device may still write the
-    /// ring, so it goes to quarantine.
-    pub fn destroy<B: Backend>(self, be: &B, cmdq: &mut CmdQueue) -> Result<()> {
+    /// ring, so it goes to quarantine (on drop).
+    pub fn destroy<B: Backend>(mut self, be: &B, cmdq: &mut CmdQueue) -> Result<()> {
         let eqn = self.eqn;
-        match cmdq.run::<DestroyEq, _, _>(be, 0, 0, 0, |i| {
-            i.set_eq_number(eqn);
-            Ok(())
-        }) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                self.ring.quarantine();
-                Err(e)
-            }
-        }
+        // SAFETY: destroys the EQ this value owns (through the queue that made it, as
+        // `CmdQueue::new` requires); its ring is freed only once the device confirmed it.
+        let r = unsafe {
+            cmdq.run::<DestroyEq, _, _>(be, 0, 0, 0, |i| {
+                i.set_eq_number(eqn);
+                Ok(())
+            })
+        };
+        self.destroyed = r.is_ok();
+        r.map(drop)
     }
 
-    /// Gives the EQ up without a command (the device may still write the ring): quarantined.
+    /// Gives the EQ up without a command (the device may still write the ring): quarantined,
+    /// as a plain drop does; the name says so at the call site.
     pub fn abandon(self) {
-        self.ring.quarantine();
+        drop(self);
     }
 }
 

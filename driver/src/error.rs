@@ -64,8 +64,8 @@ pub enum Error {
         command: &'static str,
         /// Its opcode.
         opcode: u16,
-        /// Why: the command interface is closed, or every slot is held by a command that
-        /// timed out.
+        /// Why: the command interface is closed, every slot is held by a command that timed
+        /// out, or the command asked for an output too short to hold its status.
         why: &'static str,
     },
     /// A command did not complete before its deadline (the device saw it, whatever the

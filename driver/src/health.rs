@@ -327,7 +327,9 @@ impl HealthStatus {
 
 /// The initialization segment of `hca`, read live through its backend.
 fn seg<B: Backend>(hca: &Hca<B>) -> InitialSeg<MmioBytes<Regs<'_, B::Mmio>>> {
-    InitialSeg::new_unchecked(MmioBytes::new(Regs(hca.backend().mmio()), InitialSeg::SIZE))
+    // SAFETY: callers only read it.
+    let regs = unsafe { Regs::new(hca.backend().mmio()) };
+    InitialSeg::new_unchecked(MmioBytes::new(regs, InitialSeg::SIZE))
 }
 
 /// Byte offset of the health buffer in the segment.

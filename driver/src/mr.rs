@@ -72,22 +72,26 @@ impl<'h, B: Backend> Region<'h, B> {
         // Until the key exists the memory is only the driver's: freed (dropped) on error.
         let buf = hca.backend().dma().alloc(bytes, 4096)?;
         let (pd, iova) = (hca.info().pd, buf.iova());
-        let out = hca.run_extra::<CreateMkey>(0, 0, 0, |i| {
-            let mut c = i.memory_key_mkey_entry_mut();
-            c.set_access_mode_1_0(0);
-            c.set_access_mode_4_2(0);
-            c.set_lr(true);
-            c.set_lw(access.local_write);
-            c.set_rr(access.remote_read);
-            c.set_rw(access.remote_write);
-            c.set_a(access.remote_atomic);
-            c.try_set_qpn(0xff_ffff)?;
-            c.set_mkey_7_0(KEY_BYTE);
-            c.try_set_pd(pd)?;
-            c.set_start_addr(iova);
-            c.set_len(len as u64);
-            Ok(())
-        })?;
+        // SAFETY: the key covers `buf` alone (`len` is at most its size), which the key's
+        // object keeps until DESTROY_MKEY succeeds (quarantined otherwise).
+        let out = unsafe {
+            hca.run_extra::<CreateMkey>(0, 0, 0, |i| {
+                let mut c = i.memory_key_mkey_entry_mut();
+                c.set_access_mode_1_0(0);
+                c.set_access_mode_4_2(0);
+                c.set_lr(true);
+                c.set_lw(access.local_write);
+                c.set_rr(access.remote_read);
+                c.set_rw(access.remote_write);
+                c.set_a(access.remote_atomic);
+                c.try_set_qpn(0xff_ffff)?;
+                c.set_mkey_7_0(KEY_BYTE);
+                c.try_set_pd(pd)?;
+                c.set_start_addr(iova);
+                c.set_len(len as u64);
+                Ok(())
+            })
+        }?;
         let index = out.mkey_index();
         Ok(Region {
             parts: Box::new(Parts {

@@ -62,7 +62,8 @@ impl Pages {
         cmdq: &mut CmdQueue,
         stage: QueryPagesOpMod,
     ) -> Result<i32> {
-        let out = cmdq.run::<QueryPages, _, _>(be, stage, 0, 0, |_| Ok(()))?;
+        // SAFETY: a query.
+        let out = unsafe { cmdq.run::<QueryPages, _, _>(be, stage, 0, 0, |_| Ok(())) }?;
         let n = QueryPagesOut::new_checked(&out[..])?.num_pages() as i32;
         self.apply(be, cmdq, None, n)?;
         Ok(n)
@@ -92,17 +93,20 @@ impl Pages {
     /// waiting for them. Its own failure is logged: the caller reports the reason.
     fn refuse<B: Backend>(be: &B, cmdq: &mut CmdQueue, sink: &mut Option<EventSink<'_>>, n: usize) {
         let count = u32::try_from(n).unwrap_or(u32::MAX);
-        let r = cmdq.run_with::<ManagePages, _, _>(
-            be,
-            sink.as_mut().map(EventSink::reborrow),
-            ManagePagesOpMod::AllocFail,
-            0,
-            0,
-            |i| {
-                i.set_input_num_entries(count);
-                Ok(())
-            },
-        );
+        // SAFETY: "cannot give" hands the device no memory.
+        let r = unsafe {
+            cmdq.run_with::<ManagePages, _, _>(
+                be,
+                sink.as_mut().map(EventSink::reborrow),
+                ManagePagesOpMod::AllocFail,
+                0,
+                0,
+                |i| {
+                    i.set_input_num_entries(count);
+                    Ok(())
+                },
+            )
+        };
         if let Err(e) = r {
             log::warn!("telling the device {n} pages will not come: {e}");
         }
@@ -142,20 +146,25 @@ impl Pages {
                 }
             }
             let addrs: Vec<u64> = batch.iter().map(DmaBuf::iova).collect();
-            let result = cmdq.run_with::<ManagePages, _, _>(
-                be,
-                sink.as_mut().map(EventSink::reborrow),
-                ManagePagesOpMod::Give,
-                count * 8,
-                0,
-                |i| {
-                    i.set_input_num_entries(count as u32);
-                    for (k, a) in addrs.iter().enumerate() {
-                        i.set_pas(k, *a)?;
-                    }
-                    Ok(())
-                },
-            );
+            // SAFETY: the pages given are `batch`, kept below in `given` (or `disputed` when
+            // the device saw the command and failed it) until the device hands each back, and
+            // quarantined if it never does; freed here only if the command never reached it.
+            let result = unsafe {
+                cmdq.run_with::<ManagePages, _, _>(
+                    be,
+                    sink.as_mut().map(EventSink::reborrow),
+                    ManagePagesOpMod::Give,
+                    count * 8,
+                    0,
+                    |i| {
+                        i.set_input_num_entries(count as u32);
+                        for (k, a) in addrs.iter().enumerate() {
+                            i.set_pas(k, *a)?;
+                        }
+                        Ok(())
+                    },
+                )
+            };
             match result {
                 Ok(_) => {
                     for p in batch {
@@ -189,17 +198,21 @@ impl Pages {
         let mut total = 0;
         while total < n {
             let ask = (n - total).min(CHUNK);
-            let out = cmdq.run_with::<ManagePages, _, _>(
-                be,
-                sink.as_mut().map(EventSink::reborrow),
-                ManagePagesOpMod::Take,
-                0,
-                ask * 8,
-                |i| {
-                    i.set_input_num_entries(ask as u32);
-                    Ok(())
-                },
-            )?;
+            // SAFETY: takes back pages this value gave (through the queue that gave them, as
+            // `CmdQueue::new` requires); only the ones the device names are freed below.
+            let out = unsafe {
+                cmdq.run_with::<ManagePages, _, _>(
+                    be,
+                    sink.as_mut().map(EventSink::reborrow),
+                    ManagePagesOpMod::Take,
+                    0,
+                    ask * 8,
+                    |i| {
+                        i.set_input_num_entries(ask as u32);
+                        Ok(())
+                    },
+                )
+            }?;
             let view = ManagePagesOut::new_checked(&out[..])?;
             let got = view.output_num_entries() as usize;
             if got > ask {

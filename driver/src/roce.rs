@@ -108,26 +108,32 @@ pub fn link_local_gid(mac: [u8; 6]) -> Ipv6Addr {
 impl<B: Backend> Hca<B> {
     /// SET_ROCE_ADDRESS: writes entry `index` of the port's RoCE address table.
     pub fn set_roce_address(&self, index: u16, address: &RoceAddress) -> Result<()> {
-        self.run_extra::<SetRoceAddress>(0, 0, 0, |i| {
-            i.set_roce_address_index(index);
-            i.try_set_vhca_port_num(PORT)?;
-            address.write(&mut i.roce_address_mut())
-        })?;
+        // SAFETY: a GID table entry (addresses on the wire, not in host memory).
+        unsafe {
+            self.run_extra::<SetRoceAddress>(0, 0, 0, |i| {
+                i.set_roce_address_index(index);
+                i.try_set_vhca_port_num(PORT)?;
+                address.write(&mut i.roce_address_mut())
+            })
+        }?;
         Ok(())
     }
 
     /// SET_ROCE_ADDRESS with a zero address and MAC: empties entry `index`, as Linux does.
     pub fn clear_roce_address(&self, index: u16) -> Result<()> {
-        self.run_extra::<SetRoceAddress>(0, 0, 0, |i| {
-            i.set_roce_address_index(index);
-            Ok(i.try_set_vhca_port_num(PORT)?)
-        })?;
+        // SAFETY: as for `set_roce_address`.
+        unsafe {
+            self.run_extra::<SetRoceAddress>(0, 0, 0, |i| {
+                i.set_roce_address_index(index);
+                Ok(i.try_set_vhca_port_num(PORT)?)
+            })
+        }?;
         Ok(())
     }
 
     /// QUERY_ROCE_ADDRESS: entry `index`, `None` when it is empty (an all-zero address).
     pub fn query_roce_address(&self, index: u16) -> Result<Option<RoceAddress>> {
-        let out = self.run::<QueryRoceAddress>(0, |i| {
+        let out = self.query::<QueryRoceAddress>(0, |i| {
             i.set_roce_address_index(index);
             i.set_vhca_port_num(PORT);
         })?;

@@ -62,40 +62,47 @@ impl Kind {
         }
     }
 
-    /// Runs the destroy command.
+    /// Runs the destroy command. Only [`Object::destroy`] calls it: once, for an object made
+    /// on `hca` and still alive, after everything that used it is gone.
     fn destroy<B: Backend>(self, hca: &Hca<B>) -> Result<()> {
         let nic_rx = FlowTableType::NicRx;
-        match self {
-            Kind::Cq(n) => hca.run::<DestroyCq>(0, |i| i.set_cqn(n)).map(drop),
-            Kind::Qp(n) => hca.run::<DestroyQp>(0, |i| i.set_qpn(n)).map(drop),
-            Kind::Mkey(n) => hca.run::<DestroyMkey>(0, |i| i.set_mkey_index(n)).map(drop),
-            Kind::Sq(n) => hca.run::<DestroySq>(0, |i| i.set_sqn(n)).map(drop),
-            Kind::Rq(n) => hca.run::<DestroyRq>(0, |i| i.set_rqn(n)).map(drop),
-            Kind::Tis(n) => hca.run::<DestroyTis>(0, |i| i.set_tisn(n)).map(drop),
-            Kind::Tir(n) => hca.run::<DestroyTir>(0, |i| i.set_tirn(n)).map(drop),
-            Kind::FlowTable(t) => hca
-                .run::<DestroyFlowTable>(0, |i| {
-                    i.set_table_type(nic_rx);
-                    i.set_table_id(t);
-                })
-                .map(drop),
-            Kind::FlowGroup { table, group } => hca
-                .run::<DestroyFlowGroup>(0, |i| {
-                    i.set_table_type(nic_rx);
-                    i.set_table_id(table);
-                    i.set_group_id(group);
-                })
-                .map(drop),
-            Kind::Fte { table, index } => hca
-                .run::<DeleteFte>(0, |i| {
-                    i.set_table_type(nic_rx);
-                    i.set_table_id(table);
-                    i.set_flow_index(index);
-                })
-                .map(drop),
-            Kind::QCounter(n) => hca
-                .run::<DeallocQCounter>(0, |i| i.set_counter_set_id(n))
-                .map(drop),
+        // SAFETY: each command destroys exactly the object `self` names, which its `Object`
+        // owns and destroys once (the `live` flag), after its users (resources borrow it, and
+        // undo lists destroy in reverse order of making); the memory is freed only after
+        // success, quarantined otherwise. None of them gives the device memory.
+        unsafe {
+            match self {
+                Kind::Cq(n) => hca.run::<DestroyCq>(0, |i| i.set_cqn(n)).map(drop),
+                Kind::Qp(n) => hca.run::<DestroyQp>(0, |i| i.set_qpn(n)).map(drop),
+                Kind::Mkey(n) => hca.run::<DestroyMkey>(0, |i| i.set_mkey_index(n)).map(drop),
+                Kind::Sq(n) => hca.run::<DestroySq>(0, |i| i.set_sqn(n)).map(drop),
+                Kind::Rq(n) => hca.run::<DestroyRq>(0, |i| i.set_rqn(n)).map(drop),
+                Kind::Tis(n) => hca.run::<DestroyTis>(0, |i| i.set_tisn(n)).map(drop),
+                Kind::Tir(n) => hca.run::<DestroyTir>(0, |i| i.set_tirn(n)).map(drop),
+                Kind::FlowTable(t) => hca
+                    .run::<DestroyFlowTable>(0, |i| {
+                        i.set_table_type(nic_rx);
+                        i.set_table_id(t);
+                    })
+                    .map(drop),
+                Kind::FlowGroup { table, group } => hca
+                    .run::<DestroyFlowGroup>(0, |i| {
+                        i.set_table_type(nic_rx);
+                        i.set_table_id(table);
+                        i.set_group_id(group);
+                    })
+                    .map(drop),
+                Kind::Fte { table, index } => hca
+                    .run::<DeleteFte>(0, |i| {
+                        i.set_table_type(nic_rx);
+                        i.set_table_id(table);
+                        i.set_flow_index(index);
+                    })
+                    .map(drop),
+                Kind::QCounter(n) => hca
+                    .run::<DeallocQCounter>(0, |i| i.set_counter_set_id(n))
+                    .map(drop),
+            }
         }
     }
 }

@@ -75,7 +75,7 @@ fn commands_complete_by_event_once_the_eq_exists() {
     let hca = Hca::bring_up(backend, &HcaConfig::default()).unwrap();
     assert!(hca.event_mode());
     let before = device.commands().len();
-    hca.run::<QueryAdapter>(0, |_| {})
+    hca.query::<QueryAdapter>(0, |_| {})
         .expect("completes by event");
     assert_eq!(device.commands().len(), before + 1);
     // Completion events are consumed by the command path, not reported as events.
@@ -122,11 +122,13 @@ impl mlx5_driver::backend::Mmio for ShortBar {
     fn read32(&self, offset: usize) -> u32 {
         self.0.read32(offset)
     }
-    fn write32(&self, offset: usize, value: u32) {
-        self.0.write32(offset, value)
+    unsafe fn write32(&self, offset: usize, value: u32) {
+        // SAFETY: forwarded; the driver's promise.
+        unsafe { self.0.write32(offset, value) }
     }
-    fn write64(&self, offset: usize, value: u64) {
-        self.0.write64(offset, value)
+    unsafe fn write64(&self, offset: usize, value: u64) {
+        // SAFETY: forwarded; the driver's promise.
+        unsafe { self.0.write64(offset, value) }
     }
 }
 

@@ -13,7 +13,7 @@ fn create_query_arm_destroy() {
     let mut cq = Cq::create(&hca, 8).unwrap();
     assert_eq!(cq.capacity(), 256);
     let cqn = cq.cqn();
-    let out = hca.run::<QueryCq>(0, |i| i.set_cqn(cqn)).unwrap();
+    let out = hca.query::<QueryCq>(0, |i| i.set_cqn(cqn)).unwrap();
     let ctx = out.cq_context();
     assert_eq!(ctx.log_cq_size(), 8);
     assert_eq!(ctx.c_eqn_or_apu_element(), u32::from(hca.info().eqn));

@@ -25,12 +25,14 @@ impl Mmio for Recording {
     fn read32(&self, offset: usize) -> u32 {
         self.inner.mmio().read32(offset)
     }
-    fn write32(&self, offset: usize, value: u32) {
+    unsafe fn write32(&self, offset: usize, value: u32) {
         self.writes.borrow_mut().push((offset, value));
-        self.inner.mmio().write32(offset, value)
+        // SAFETY: forwarded; the driver's promise.
+        unsafe { self.inner.mmio().write32(offset, value) }
     }
-    fn write64(&self, offset: usize, value: u64) {
-        self.inner.mmio().write64(offset, value)
+    unsafe fn write64(&self, offset: usize, value: u64) {
+        // SAFETY: forwarded; the driver's promise.
+        unsafe { self.inner.mmio().write64(offset, value) }
     }
 }
 
@@ -120,4 +122,53 @@ fn a_poll_with_nothing_new_rings_nothing_and_a_short_batch_only_arms() {
     let rung = eq_doorbells(&hca);
     assert_eq!(rung.len(), 1, "{rung:x?}");
     assert!(rung[0].0, "the arm doorbell");
+}
+
+/// An EQ dropped without DESTROY_EQ still exists in the device, which writes its ring on the
+/// next event: the ring must go to quarantine, not back to the allocator (where the model's
+/// next EQE would hit freed memory, a DMA fault).
+#[test]
+fn an_eq_dropped_without_destroy_keeps_its_ring_in_quarantine() {
+    use mlx5_driver::backend::DmaAlloc;
+    use mlx5_driver::cmd::CmdQueue;
+    use mlx5_driver::eq::EventQueue;
+    use mlx5_driver::pages::Pages;
+    use mlx5_prm::cmd::{AllocUar, EnableHca, InitHca, QueryPagesOpMod};
+    use mlx5_prm::{AllocUarOut, EventType};
+    use std::time::Duration;
+
+    let (be, device) = SimBackend::new(Config::default());
+    let dma = be.dma().clone();
+    // SAFETY: a model of its own, driven by this queue alone, with this backend only.
+    let mut q = unsafe { CmdQueue::new(&be, Duration::from_millis(500), 16) }.unwrap();
+    let mut pages = Pages::new(1 << 16);
+    // SAFETY: ENABLE_HCA, and INIT_HCA and ALLOC_UAR below, name no memory, and nothing is
+    // torn down (the queue and the pages are quarantined when they drop).
+    unsafe { q.run::<EnableHca, _, _>(&be, 0, 0, 0, |_| Ok(())) }.unwrap();
+    pages.satisfy(&be, &mut q, QueryPagesOpMod::Boot).unwrap();
+    pages.satisfy(&be, &mut q, QueryPagesOpMod::Init).unwrap();
+    // SAFETY: as above.
+    unsafe { q.run::<InitHca, _, _>(&be, 0, 0, 0, |_| Ok(())) }.unwrap();
+    pages
+        .satisfy(&be, &mut q, QueryPagesOpMod::Regular)
+        .unwrap();
+    // SAFETY: as above.
+    let out = unsafe { q.run::<AllocUar, _, _>(&be, 0, 0, 0, |_| Ok(())) }.unwrap();
+    let uar = AllocUarOut::new_checked(&out[..]).unwrap().uar();
+
+    let before = dma.quarantined();
+    let eq = EventQueue::create(&be, &mut q, uar, 4, &[EventType::PortChange]).unwrap();
+    drop(eq);
+    let after = dma.quarantined();
+    assert_eq!(
+        after.buffers,
+        before.buffers + 1,
+        "the ring of an EQ the device still has must be quarantined"
+    );
+    device.raise_port_change(1, false);
+    assert_eq!(
+        device.dma_faults(),
+        0,
+        "the device wrote an EQE to freed memory"
+    );
 }

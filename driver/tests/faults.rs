@@ -136,7 +136,7 @@ fn page_request_storms_are_served() {
     let before = device.pages_held();
     device.faults().page_request_storm(50, 3);
     // The storm starts after the next command.
-    hca.run::<QueryAdapter>(0, |_| {}).unwrap();
+    hca.query::<QueryAdapter>(0, |_| {}).unwrap();
     let mut served = 0;
     for _ in 0..10 {
         served += hca.poll_events().unwrap().len();

@@ -298,3 +298,53 @@ fn the_cage_can_be_emptied_and_refilled() {
     let e = port.module(&lenient).unwrap_err();
     assert!(matches!(e, ModuleError::Refused { .. }), "{e}");
 }
+
+/// `RegisterInfo` is a plain struct and `AccessReg` a public trait, so a caller can describe a
+/// register the spec does not have (or give one of its ids another size or direction). Only
+/// the spec's registers, at their size and in a direction it allows, reach the device.
+#[test]
+fn a_register_the_spec_lacks_is_refused_unsent() {
+    use mlx5_prm::rt::{RegAccess, RegisterInfo};
+
+    let (backend, device) = SimBackend::new(mlx5_sim::Config::default());
+    let hca = Hca::bring_up(backend, &HcaConfig::default()).expect("bring-up");
+    let paos = mlx5_prm::reg::by_name("paos").unwrap();
+    let made_up = |id: u16, size: usize, access: RegAccess| -> &'static RegisterInfo {
+        Box::leak(Box::new(RegisterInfo {
+            id,
+            size,
+            access,
+            ..*paos
+        }))
+    };
+    let ppcnt = mlx5_prm::reg::by_name("ppcnt").unwrap();
+    let sent = device.commands().len();
+    for (reg, why) in [
+        (
+            made_up(0x9040, paos.size, RegAccess::ReadWrite),
+            "no such register",
+        ),
+        (
+            made_up(paos.id, paos.size + 4, RegAccess::ReadWrite),
+            "another size",
+        ),
+        (
+            made_up(ppcnt.id, ppcnt.size, RegAccess::ReadWrite),
+            "read-only",
+        ),
+    ] {
+        let image = vec![0u8; reg.size];
+        match hca.access_reg_raw(reg, true, &image) {
+            Err(Error::Register { source, .. }) => assert!(
+                matches!(*source, Error::InvalidArgument { .. }),
+                "{why}: {source}"
+            ),
+            other => panic!("{why}: {other:?}"),
+        }
+    }
+    assert_eq!(device.commands().len(), sent, "nothing reached the device");
+    // The spec's own register still goes through.
+    let mut image = vec![0u8; paos.size];
+    image[1] = 1; // local_port 1
+    hca.access_reg_raw(paos, false, &image).unwrap();
+}

@@ -114,3 +114,100 @@ fn a_cq_in_use_goes_with_its_last_qp() {
     assert_eq!(device.objects().cqs, 0);
     assert_eq!(device.objects().total(), base - 2);
 }
+
+/// `Transition` and `Handle` are public traits, so a type from outside the spec can go through
+/// `Handle::apply` from safe code, naming any command and writing any input. Only a move of
+/// this QP between the states its types name reaches the device: not a CREATE_MKEY over an
+/// address of the caller's choosing, not a reset of another owner's QP, not a reset the QP's
+/// type would not know of (its posted work would be handed back while the device still had
+/// it).
+#[test]
+fn a_transition_from_outside_the_spec_sends_nothing_else() {
+    use mlx5_prm::cmd::{CreateMkey, Qp2rst};
+    use mlx5_prm::qp_machine::Machine;
+    use mlx5_prm::rt::typestate::{Handle, Machine as _, Transition};
+    use mlx5_prm::rt::{sm, BytesMut, Command, Overflow};
+
+    const ROW: &sm::Transition<QpState> = &Machine::TABLE.transitions[0];
+
+    /// A key over a megabyte at 0x1000, dressed as RST → INIT.
+    struct KeyAnywhere;
+    impl Transition<Rst> for KeyAnywhere {
+        type To = Init;
+        type Command = CreateMkey;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static sm::Transition<QpState> = ROW;
+        fn write<B: BytesMut>(
+            &self,
+            _: u32,
+            input: &mut <CreateMkey as Command>::Input<B>,
+        ) -> Result<(), Overflow> {
+            let mut c = input.memory_key_mkey_entry_mut();
+            c.set_lw(true);
+            c.set_start_addr(0x1000);
+            c.set_len(1 << 20);
+            Ok(())
+        }
+    }
+
+    /// A reset of QP `.0`, whoever owns it.
+    struct ResetOf(u32);
+    impl Transition<Rts> for ResetOf {
+        type To = Rst;
+        type Command = Qp2rst;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static sm::Transition<QpState> = ROW;
+        fn write<B: BytesMut>(
+            &self,
+            _: u32,
+            input: &mut <Qp2rst as Command>::Input<B>,
+        ) -> Result<(), Overflow> {
+            input.try_set_qpn(self.0)
+        }
+    }
+
+    /// A reset of this QP that leaves its type in RTS.
+    struct QuietReset;
+    impl Transition<Rts> for QuietReset {
+        type To = Rts;
+        type Command = Qp2rst;
+        const OP_MOD: u16 = 0;
+        const ROW: &'static sm::Transition<QpState> = ROW;
+        fn write<B: BytesMut>(
+            &self,
+            qpn: u32,
+            input: &mut <Qp2rst as Command>::Input<B>,
+        ) -> Result<(), Overflow> {
+            input.try_set_qpn(qpn)
+        }
+    }
+
+    let (hca, device) = common::up(Mode::Inline);
+    let cq = Cq::create(&hca, 6).unwrap();
+    let a = Qp::create(&hca, &cq, &cq, &qp_config(4)).unwrap();
+    let b = Qp::create(&hca, &cq, &cq, &qp_config(4)).unwrap();
+    let sent = device.commands().len();
+    let refused = |e: &mlx5_driver::Error| {
+        matches!(
+            e,
+            mlx5_driver::Error::InvalidArgument {
+                what: "QP transition",
+                ..
+            }
+        )
+    };
+
+    let (e, a) = a.apply(KeyAnywhere).map(drop).unwrap_err();
+    assert!(refused(&e), "{e}");
+    assert_eq!(device.commands().len(), sent, "no key was asked for");
+    let (qa, qb) = (a.qpn(), b.qpn());
+    let (a, b) = (common::to_rts(a, qb), common::to_rts(b, qa));
+    let sent = device.commands().len();
+    let (e, a) = a.apply(ResetOf(qb)).map(drop).unwrap_err();
+    assert!(refused(&e), "{e}");
+    let (e, a) = a.apply(QuietReset).map(drop).unwrap_err();
+    assert!(refused(&e), "{e}");
+    assert_eq!(device.commands().len(), sent, "nothing reached the device");
+    assert_eq!(a.query_state().unwrap(), QpState::Rts);
+    assert_eq!(b.query_state().unwrap(), QpState::Rts);
+}

@@ -134,7 +134,7 @@ pub fn command_fault(
     let status = STATUSES[(rng.draw() % 4) as usize];
     let syndrome = rng.draw() as u32;
     dev.faults().fail_command(OPCODE, status, syndrome);
-    let got = hca.run::<QueryVportState>(QueryVportStateOpMod::VnicVport, |_| {});
+    let got = hca.query::<QueryVportState>(QueryVportStateOpMod::VnicVport, |_| {});
     dev.faults().stop_failing(OPCODE);
     match got {
         Err(Error::Command {
@@ -149,7 +149,7 @@ pub fn command_fault(
             ))
         }
     }
-    hca.run::<QueryVportState>(QueryVportStateOpMod::VnicVport, |_| {})
+    hca.query::<QueryVportState>(QueryVportStateOpMod::VnicVport, |_| {})
         .map(drop)
         .map_err(|e| format!("QUERY_VPORT_STATE after the fault: {e}"))
 }

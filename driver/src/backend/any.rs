@@ -85,14 +85,17 @@ impl Mmio for AnyBackend {
     fn read32(&self, offset: usize) -> u32 {
         each!(self, b => b.mmio().read32(offset))
     }
-    fn write32(&self, offset: usize, value: u32) {
-        each!(self, b => b.mmio().write32(offset, value))
+    unsafe fn write32(&self, offset: usize, value: u32) {
+        // SAFETY: forwarded; the caller's promise.
+        each!(self, b => unsafe { b.mmio().write32(offset, value) })
     }
-    fn write64(&self, offset: usize, value: u64) {
-        each!(self, b => b.mmio().write64(offset, value))
+    unsafe fn write64(&self, offset: usize, value: u64) {
+        // SAFETY: forwarded; the caller's promise.
+        each!(self, b => unsafe { b.mmio().write64(offset, value) })
     }
-    fn copy_wc(&self, offset: usize, data: &[u64]) {
-        each!(self, b => b.mmio().copy_wc(offset, data))
+    unsafe fn copy_wc(&self, offset: usize, data: &[u64]) {
+        // SAFETY: forwarded; the caller's promise.
+        each!(self, b => unsafe { b.mmio().copy_wc(offset, data) })
     }
 }
 

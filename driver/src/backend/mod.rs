@@ -31,6 +31,13 @@ use std::time::Instant;
 /// Values are in host order; implementations convert to and from the device's big-endian
 /// order. Implementations must check offsets against the BAR's length (a bad offset reads as
 /// all ones and writes nothing, as a PCIe master abort would).
+///
+/// Writes are `unsafe`: a BAR write can make the device reach host memory. The command
+/// queue's address (0x10, 0x14) and doorbell (0x18) make it read and write a queue page and
+/// the mailboxes its entries name; a UAR doorbell or BlueFlame copy makes it run work
+/// requests, whose buffers it reads or writes. Only the driver knows which writes its own
+/// memory is ready for, so safe code outside it (holding [`Hca::backend`](crate::Hca::backend))
+/// reads registers but writes none.
 pub trait Mmio {
     /// Length of the BAR in bytes.
     fn len(&self) -> usize;
@@ -41,14 +48,32 @@ pub trait Mmio {
     /// 32-bit read at `offset` (a multiple of 4).
     fn read32(&self, offset: usize) -> u32;
     /// 32-bit write at `offset` (a multiple of 4).
-    fn write32(&self, offset: usize, value: u32);
+    ///
+    /// # Safety
+    ///
+    /// The write is one the driver that owns the device makes at this point of its protocol
+    /// (or a wrapper forwards for it): every host address it gives the device, and all
+    /// memory it makes the device read or write (a command queue page, the mailboxes and
+    /// memory its commands name, the rings, buffers and records of the queue a doorbell
+    /// rings), stays allocated and out of other use until the device is done with it, or
+    /// is quarantined.
+    unsafe fn write32(&self, offset: usize, value: u32);
     /// One 64-bit write at `offset` (a multiple of 8): doorbells that must reach the device in
     /// one transaction.
-    fn write64(&self, offset: usize, value: u64);
+    ///
+    /// # Safety
+    ///
+    /// As for [`Mmio::write32`].
+    unsafe fn write64(&self, offset: usize, value: u64);
     /// Copies `data` to write-combining space at `offset` (BlueFlame), 64 bits at a time.
-    fn copy_wc(&self, offset: usize, data: &[u64]) {
+    ///
+    /// # Safety
+    ///
+    /// As for [`Mmio::write32`]: a BlueFlame copy is a work request the device runs.
+    unsafe fn copy_wc(&self, offset: usize, data: &[u64]) {
         for (i, v) in data.iter().enumerate() {
-            self.write64(offset + i * 8, *v);
+            // SAFETY: the caller's promise, for the copy as a whole.
+            unsafe { self.write64(offset + i * 8, *v) };
         }
     }
 }
@@ -265,14 +290,29 @@ pub trait Backend {
 }
 
 /// Adapts a backend's BAR to the generated register-block views, which read and write through
-/// [`mlx5_prm::rt::Mmio32`].
-pub struct Regs<'a, M: Mmio>(pub &'a M);
+/// [`mlx5_prm::rt::Mmio32`]. Their setters are safe, so making one is not: see
+/// [`Regs::new`].
+pub struct Regs<'a, M: Mmio>(&'a M);
+
+impl<'a, M: Mmio> Regs<'a, M> {
+    /// The BAR `m`, for a generated register-block view.
+    ///
+    /// # Safety
+    ///
+    /// Every write made through it (a view's setter) keeps the promise of [`Mmio::write32`].
+    /// A view that is only read keeps it.
+    pub unsafe fn new(m: &'a M) -> Regs<'a, M> {
+        Regs(m)
+    }
+}
 
 impl<M: Mmio> mlx5_prm::rt::Mmio32 for Regs<'_, M> {
     fn read32(&self, offset: usize) -> u32 {
         self.0.read32(offset)
     }
     fn write32(&self, offset: usize, value: u32) {
-        self.0.write32(offset, value)
+        // SAFETY: whoever made this `Regs` promised that its writes are the driver's to make
+        // (`Regs::new`).
+        unsafe { self.0.write32(offset, value) }
     }
 }

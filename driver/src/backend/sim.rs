@@ -139,13 +139,13 @@ impl Mmio for SimBackend {
     fn read32(&self, offset: usize) -> u32 {
         self.dev.read32(offset)
     }
-    fn write32(&self, offset: usize, value: u32) {
+    unsafe fn write32(&self, offset: usize, value: u32) {
         self.dev.write32(offset, value)
     }
-    fn write64(&self, offset: usize, value: u64) {
+    unsafe fn write64(&self, offset: usize, value: u64) {
         self.dev.write64(offset, value)
     }
-    fn copy_wc(&self, offset: usize, data: &[u64]) {
+    unsafe fn copy_wc(&self, offset: usize, data: &[u64]) {
         self.dev.write_block(offset, data)
     }
 }

@@ -94,7 +94,9 @@ pub fn read_real_time<B: Backend>(hca: &Hca<B>) -> u64 {
 }
 
 fn seg<B: Backend>(hca: &Hca<B>) -> InitialSeg<MmioBytes<Regs<'_, B::Mmio>>> {
-    InitialSeg::new_unchecked(MmioBytes::new(Regs(hca.backend().mmio()), InitialSeg::SIZE))
+    // SAFETY: callers only read it (the clock's registers in the segment are read-only).
+    let regs = unsafe { Regs::new(hca.backend().mmio()) };
+    InitialSeg::new_unchecked(MmioBytes::new(regs, InitialSeg::SIZE))
 }
 
 /// The internal timer of an HCA as a [`CycleSource`].

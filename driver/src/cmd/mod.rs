@@ -24,6 +24,9 @@ const INLINE: usize = mlx5_prm::CMD_INLINE_DATA_SIZE as usize;
 pub const CMD_IF_REV: u16 = mlx5_prm::CMD_IF_REV as u16;
 /// Byte offset of the command doorbell in the initialization segment.
 const DOORBELL: usize = 0x18;
+/// Bytes every command output starts with: the status and the syndrome (`0x00`..`0x08`),
+/// which the driver reads whatever the command.
+const OUT_HEADER: usize = 8;
 
 /// What a finished command looked like, for callers that record the sequence.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +102,10 @@ impl EventSink<'_> {
 /// ([`CmdQueue::retire`] after DISABLE_HCA); dropped any other way, the entry page and the
 /// mailboxes go to quarantine. Mailboxes of a command that never completed are quarantined at
 /// once (the device may still write them).
+///
+/// A raw command can give the device any memory or take any object from under its owner, so
+/// making a queue and running commands through it are `unsafe`: [`Hca`](crate::Hca) does
+/// both for safe code, and [`Hca::query`](crate::Hca::query) runs the commands that cannot.
 pub struct CmdQueue {
     /// Taken out only by `drop`.
     page: ManuallyDrop<DmaBuf>,
@@ -130,8 +137,19 @@ impl Drop for CmdQueue {
 
 impl CmdQueue {
     /// Reads the queue geometry, allocates the page and tells the device where it is.
-    pub fn new<B: Backend>(be: &B, timeout: Duration, history: usize) -> Result<CmdQueue> {
-        let seg = InitialSeg::new_unchecked(MmioBytes::new(Regs(be.mmio()), 0x400c));
+    ///
+    /// # Safety
+    ///
+    /// The device behind `be` takes its commands from this queue alone from now on: no
+    /// [`Hca`](crate::Hca) or other queue is driving it (the device would then read and write
+    /// memory the other driver frees or reuses as it sees fit). The queue, and the
+    /// [`EventQueue`]s and [`Pages`](crate::pages::Pages) it serves, are used with `be` only
+    /// (an EQ destroyed or a page taken back through another device's queue would be freed
+    /// while this device still writes it).
+    pub unsafe fn new<B: Backend>(be: &B, timeout: Duration, history: usize) -> Result<CmdQueue> {
+        // SAFETY: only read.
+        let regs = unsafe { Regs::new(be.mmio()) };
+        let seg = InitialSeg::new_unchecked(MmioBytes::new(regs, 0x400c));
         let rev = seg.cmd_interface_rev();
         if rev != CMD_IF_REV {
             return Err(Error::CmdInterfaceRevision {
@@ -149,10 +167,15 @@ impl CmdQueue {
         }
         let page = be.dma().alloc(4096, 4096)?;
         let iova = page.iova();
-        let mut seg = InitialSeg::new_unchecked(MmioBytes::new(Regs(be.mmio()), 0x400c));
+        // SAFETY: writes the address of `page`, which the queue keeps until the device is
+        // quiet (`retire`) and quarantines otherwise; the caller promised that this queue
+        // alone drives the device.
+        let regs = unsafe { Regs::new(be.mmio()) };
+        let mut seg = InitialSeg::new_unchecked(MmioBytes::new(regs, 0x400c));
         seg.set_cmdq_phy_addr_63_32((iova >> 32) as u32);
         // Writing the low word (with nic_interface 0 = full driver) completes the address.
-        be.mmio().write32(0x14, iova as u32 & !0xfff);
+        // SAFETY: as above.
+        unsafe { be.mmio().write32(0x14, iova as u32 & !0xfff) };
         B::Barriers::to_device();
         Ok(CmdQueue {
             page: ManuallyDrop::new(page),
@@ -169,7 +192,13 @@ impl CmdQueue {
 
     /// Ends the queue. With `quiet` (DISABLE_HCA succeeded: the device no longer reaches host
     /// memory) and no slot stuck with a command, its memory is freed; otherwise quarantined.
-    pub fn retire(mut self, quiet: bool) {
+    /// Without `quiet` this is what dropping the queue does.
+    ///
+    /// # Safety
+    ///
+    /// With `quiet`, the device no longer reaches the queue's memory: DISABLE_HCA completed
+    /// successfully through this queue (and no later command enabled the function again).
+    pub unsafe fn retire(mut self, quiet: bool) {
         self.quiet = quiet;
     }
 
@@ -212,7 +241,11 @@ impl CmdQueue {
     /// written; `extra_in` bytes follow the fixed part, for trailing arrays; an error from
     /// `fill`, a setter's, stops the command before it is sent), and returns the output bytes
     /// (the fixed part plus `extra_out`), after checking the status.
-    pub fn run<C, B, F>(
+    ///
+    /// # Safety
+    ///
+    /// As for [`CmdQueue::exec`].
+    pub unsafe fn run<C, B, F>(
         &mut self,
         be: &B,
         op_mod: C::OpMod,
@@ -225,14 +258,19 @@ impl CmdQueue {
         B: Backend,
         F: FnOnce(&mut C::Input<&mut [u8]>) -> Result<()>,
     {
-        self.run_with::<C, B, F>(be, None, op_mod, extra_in, extra_out, fill)
+        // SAFETY: the caller's promise for `run` is the one `run_with` asks.
+        unsafe { self.run_with::<C, B, F>(be, None, op_mod, extra_in, extra_out, fill) }
     }
 
     /// [`CmdQueue::run`], waiting for completion through `events` when given: the command
     /// completion EQE names the slot, then the entry is read. Other events met while waiting
     /// are kept in the sink for the caller.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CmdQueue::exec`].
     #[allow(clippy::too_many_arguments)]
-    pub fn run_with<C, B, F>(
+    pub unsafe fn run_with<C, B, F>(
         &mut self,
         be: &B,
         events: Option<EventSink<'_>>,
@@ -253,20 +291,42 @@ impl CmdQueue {
             let mut view = C::input(&mut input[..], op_mod)?;
             fill(&mut view)?;
         }
-        self.exec(
-            be,
-            events,
-            C::NAME,
-            C::OPCODE,
-            op_mod.raw(),
-            &input,
-            out_len,
-        )
+        // SAFETY: the caller's promise for `run_with` is the one `exec` asks.
+        unsafe {
+            self.exec(
+                be,
+                events,
+                C::NAME,
+                C::OPCODE,
+                op_mod.raw(),
+                &input,
+                out_len,
+            )
+        }
     }
 
-    /// Runs one command given as raw input bytes; returns `out_len` output bytes.
+    /// Runs one command given as raw input bytes; returns `out_len` output bytes. An
+    /// `out_len` under 8 (no room for the status and syndrome every output starts with) is
+    /// refused before anything is sent.
+    ///
+    /// # Safety
+    ///
+    /// The command does what the caller is prepared for, whatever the device makes of it:
+    ///
+    /// - every host address it gives the device (firmware pages, ring and doorbell-record
+    ///   addresses, page lists of CREATE_CQ/EQ/QP/SQ/RQ/MKEY, ...) is memory the caller keeps
+    ///   allocated, and out of every other use, until the device is known to be done with it
+    ///   (its object destroyed successfully, the page taken back, the function disabled) or
+    ///   hands to quarantine ([`DmaBuf::quarantine`]) otherwise;
+    /// - it destroys, modifies or takes back nothing another owner tracks (the EQ, pages,
+    ///   UAR, PD or transport domain of an [`Hca`](crate::Hca), the objects of its resources),
+    ///   whose memory that owner would then free, or whose use would reach memory it no longer
+    ///   keeps;
+    /// - it does not re-enable or re-initialise a function whose memory was freed as quiet.
+    ///
+    /// Commands that only read the device's state (queries, register reads) satisfy this.
     #[allow(clippy::too_many_arguments)]
-    pub fn exec<B: Backend>(
+    pub unsafe fn exec<B: Backend>(
         &mut self,
         be: &B,
         mut events: Option<EventSink<'_>>,
@@ -276,6 +336,13 @@ impl CmdQueue {
         input: &[u8],
         out_len: usize,
     ) -> Result<Vec<u8>> {
+        if out_len < OUT_HEADER {
+            return Err(Error::NotSent {
+                command: name,
+                opcode,
+                why: "its output is shorter than the 8 bytes of status and syndrome",
+            });
+        }
         let slot = self.slot(opcode).ok_or(Error::NotSent {
             command: name,
             opcode,
@@ -334,7 +401,9 @@ impl CmdQueue {
         // Everything above must reach memory before the device sees the doorbell.
         B::Barriers::to_device();
         let start = Instant::now();
-        be.mmio().write32(DOORBELL, 1 << slot);
+        // SAFETY: the entry, its mailboxes and what the command names are kept as the
+        // caller promised (and the mailboxes quarantined if it never completes).
+        unsafe { be.mmio().write32(DOORBELL, 1 << slot) };
 
         let deadline = start + self.timeout;
         let mut announced = false;
@@ -441,9 +510,12 @@ mod tests {
     use mlx5_prm::cmd::{EnableHca, QueryHcaCap, QueryHcaCapOpMod, QueryIssi};
     use mlx5_prm::QueryHcaCapOut;
 
+    /// A queue on a model of its own. The tests never disable the function, so the queue is
+    /// dropped (quarantined) rather than retired, and goes with the backend.
     fn queue() -> (SimBackend, std::sync::Arc<mlx5_sim::Device>, CmdQueue) {
         let (be, dev) = SimBackend::new(mlx5_sim::Config::default());
-        let q = CmdQueue::new(&be, Duration::from_millis(100), 64).unwrap();
+        // SAFETY: a model of its own, driven by this queue alone, with this backend only.
+        let q = unsafe { CmdQueue::new(&be, Duration::from_millis(100), 64) }.unwrap();
         (be, dev, q)
     }
 
@@ -453,7 +525,6 @@ mod tests {
         q.token = 0xfe;
         assert_eq!(q.next_token(), 0xff);
         assert_eq!(q.next_token(), 1);
-        q.retire(true);
     }
 
     #[test]
@@ -467,33 +538,36 @@ mod tests {
         q.stuck = u32::MAX;
         assert_eq!(q.slot(EnableHca::OPCODE), None);
         q.stuck = 0;
-        q.retire(true);
     }
 
     #[test]
     fn outputs_longer_than_the_inline_part_come_through_mailboxes() {
         let (be, dev, mut q) = queue();
-        q.run::<EnableHca, _, _>(&be, 0, 0, 0, |_| Ok(())).unwrap();
+        // SAFETY: ENABLE_HCA gives the device no memory; the queue is dropped into quarantine.
+        unsafe { q.run::<EnableHca, _, _>(&be, 0, 0, 0, |_| Ok(())) }.unwrap();
         // QUERY_HCA_CAP's output is 0x1010 bytes: 16 inline, the rest in 8 chained blocks.
-        let out = q
-            .run::<QueryHcaCap, _, _>(&be, QueryHcaCapOpMod::GeneralMax, 0, 0, |_| Ok(()))
-            .unwrap();
+        // SAFETY: a query.
+        let out = unsafe {
+            q.run::<QueryHcaCap, _, _>(&be, QueryHcaCapOpMod::GeneralMax, 0, 0, |_| Ok(()))
+        }
+        .unwrap();
         assert_eq!(out.len(), 0x1010);
         let view = QueryHcaCapOut::new_checked(&out[..]).unwrap();
         let union = view.capability();
         assert_eq!(union.cmd_hca_cap().log_max_qp(), 18);
         assert_eq!(q.mailboxes.len(), 8, "the blocks are kept for reuse");
         assert!(dev.commands().iter().all(|c| c.status == 0));
-        q.retire(true);
     }
 
     #[test]
     fn a_status_becomes_a_typed_error() {
         let (be, dev, mut q) = queue();
         // QUERY_ISSI before ENABLE_HCA is allowed; an unknown opcode is not.
-        q.run::<QueryIssi, _, _>(&be, 0, 0, 0, |_| Ok(())).unwrap();
-        let err = q
-            .exec(
+        // SAFETY: a query.
+        unsafe { q.run::<QueryIssi, _, _>(&be, 0, 0, 0, |_| Ok(())) }.unwrap();
+        // SAFETY: an opcode the device does not know does nothing.
+        let err = unsafe {
+            q.exec(
                 &be,
                 None,
                 "nonsense",
@@ -502,10 +576,33 @@ mod tests {
                 &[0x7f, 0xff, 0, 0, 0, 0, 0, 0],
                 16,
             )
-            .unwrap_err();
+        }
+        .unwrap_err();
         assert_eq!(err.status(), Some(0x2), "{err}");
         assert!(err.to_string().contains("nonsense (opcode 0x7fff"), "{err}");
         assert_eq!(dev.commands().last().map(|c| c.status), Some(0x2));
-        q.retire(true);
+    }
+
+    #[test]
+    fn an_output_shorter_than_status_and_syndrome_is_refused_unsent() {
+        let (be, dev, mut q) = queue();
+        let input = [0x01, 0x0a, 0, 0, 0, 0, 0, 0]; // QUERY_ISSI, op_mod 0.
+        for out_len in [0, 4, 7] {
+            // SAFETY: a query.
+            let err = unsafe {
+                q.exec(
+                    &be,
+                    None,
+                    "QUERY_ISSI",
+                    QueryIssi::OPCODE,
+                    0,
+                    &input,
+                    out_len,
+                )
+            }
+            .unwrap_err();
+            assert!(matches!(err, Error::NotSent { .. }), "{out_len}: {err}");
+        }
+        assert!(dev.commands().is_empty(), "nothing reached the device");
     }
 }

@@ -117,10 +117,15 @@ impl<'p, B: Backend> EthQueues<'p, B> {
         });
         let (tx_cqn, rx_cqn) = (tx_cq.cqn(), rx_cq.cqn());
 
+        // Every command below names only memory this function allocated and hands to the
+        // undo list with the object that uses it (freed only after that object's destroy
+        // succeeded, quarantined otherwise), or none; each object made goes on the list at
+        // once, so an early return destroys it, in reverse order of making.
+
         // Transmit: TIS, SQ (RST → RDY).
-        let tisn = hca
-            .run::<CreateTis>(0, |i| i.ctx_mut().set_transport_domain(td))?
-            .tisn();
+        // SAFETY: a TIS on the HCA's transport domain names no memory; on the undo list.
+        let tisn =
+            unsafe { hca.run::<CreateTis>(0, |i| i.ctx_mut().set_transport_domain(td)) }?.tisn();
         undo.push(hca, Kind::Tis(tisn), Vec::new());
         let sq_entries = 1usize << config.log_sq_size;
         let (sq_ring, sq_record, sq_pages) = ring_and_record(hca, sq_entries * WQEBB)?;
@@ -129,8 +134,9 @@ impl<'p, B: Backend> EthQueues<'p, B> {
         let (sq_wqes, sq_rec) =
             unsafe { (Ring::over(&sq_ring, sq_entries), Ring::over(&sq_record, 1)) };
         let sq_dbr = sq_record.iova();
-        let sqn = hca
-            .run_extra::<CreateSq>(0, sq_pages.len() * PAS, 0, |i| {
+        // SAFETY: the SQ's ring and doorbell record, kept by its object on the undo list.
+        let sqn = unsafe {
+            hca.run_extra::<CreateSq>(0, sq_pages.len() * PAS, 0, |i| {
                 let mut c = i.ctx_mut();
                 c.set_state(SqState::Rst);
                 c.set_ts_format(format.ts_format());
@@ -147,14 +153,18 @@ impl<'p, B: Backend> EthQueues<'p, B> {
                 w.set_log_wq_pg_sz(0);
                 w.try_set_log_wq_sz(config.log_sq_size)?;
                 set_wq_pages(&mut w, &sq_pages)
-            })?
-            .sqn();
+            })
+        }?
+        .sqn();
         undo.push(hca, Kind::Sq(sqn), vec![sq_ring, sq_record]);
-        hca.run::<ModifySq>(0, |i| {
-            i.set_sqn(sqn);
-            i.set_sq_state(SqState::Rst);
-            i.ctx_mut().set_state(SqState::Rdy);
-        })?;
+        // SAFETY: readies the SQ just made (its memory is on the undo list).
+        unsafe {
+            hca.run::<ModifySq>(0, |i| {
+                i.set_sqn(sqn);
+                i.set_sq_state(SqState::Rst);
+                i.ctx_mut().set_state(SqState::Rdy);
+            })
+        }?;
 
         // Receive: RQ (RST → RDY), TIR.
         let rq_entries = 1usize << config.log_rq_size;
@@ -163,8 +173,9 @@ impl<'p, B: Backend> EthQueues<'p, B> {
         let (rq_wqes, rq_rec) =
             unsafe { (Ring::over(&rq_ring, rq_entries), Ring::over(&rq_record, 1)) };
         let rq_dbr = rq_record.iova();
-        let rqn = hca
-            .run_extra::<CreateRq>(0, rq_pages.len() * PAS, 0, |i| {
+        // SAFETY: the RQ's ring and doorbell record, kept by its object on the undo list.
+        let rqn = unsafe {
+            hca.run_extra::<CreateRq>(0, rq_pages.len() * PAS, 0, |i| {
                 let mut c = i.ctx_mut();
                 c.set_state(RqState::Rst);
                 c.set_mem_rq_type(RqMemType::MemoryRqInline);
@@ -178,39 +189,49 @@ impl<'p, B: Backend> EthQueues<'p, B> {
                 w.set_log_wq_pg_sz(0);
                 w.try_set_log_wq_sz(config.log_rq_size)?;
                 set_wq_pages(&mut w, &rq_pages)
-            })?
-            .rqn();
+            })
+        }?
+        .rqn();
         undo.push(hca, Kind::Rq(rqn), vec![rq_ring, rq_record]);
-        hca.run::<ModifyRq>(0, |i| {
-            i.set_rqn(rqn);
-            i.set_rq_state(RqState::Rst);
-            i.ctx_mut().set_state(RqState::Rdy);
-        })?;
-        let tirn = hca
-            .run_extra::<CreateTir>(0, 0, 0, |i| {
+        // SAFETY: readies the RQ just made. The device writes frames only to buffers posted
+        // later, which the pool keeps (tainted, so quarantined, if a destroy fails).
+        unsafe {
+            hca.run::<ModifyRq>(0, |i| {
+                i.set_rqn(rqn);
+                i.set_rq_state(RqState::Rst);
+                i.ctx_mut().set_state(RqState::Rdy);
+            })
+        }?;
+        // SAFETY: a TIR over the RQ just made names no memory; on the undo list.
+        let tirn = unsafe {
+            hca.run_extra::<CreateTir>(0, 0, 0, |i| {
                 let mut c = i.ctx_mut();
                 c.try_set_transport_domain(td)?;
                 c.set_disp_type(TircDispType::Direct);
                 c.try_set_inline_rqn(rqn)?;
                 Ok(())
-            })?
-            .tirn();
+            })
+        }?
+        .tirn();
         undo.push(hca, Kind::Tir(tirn), Vec::new());
 
         // Steering: a root table with one group matching on the destination MAC (or on
         // nothing, when every frame is wanted) and an entry per MAC forwarding to the TIR.
         let entries = config.macs.len().max(1) as u32;
         let log_size = entries.next_power_of_two().trailing_zeros() as u8;
-        let table = hca
-            .run::<CreateFlowTable>(0, |i| {
+        // SAFETY: steering objects name no memory; each goes on the undo list.
+        let table = unsafe {
+            hca.run::<CreateFlowTable>(0, |i| {
                 i.set_table_type(FlowTableType::NicRx);
                 i.flow_table_context_mut().set_log_size(log_size);
-            })?
-            .table_id();
+            })
+        }?
+        .table_id();
         undo.push(hca, Kind::FlowTable(table), Vec::new());
         let by_mac = !config.macs.is_empty();
-        let group = hca
-            .run::<CreateFlowGroup>(0, |i| {
+        // SAFETY: as for the table.
+        let group = unsafe {
+            hca.run::<CreateFlowGroup>(0, |i| {
                 i.set_table_type(FlowTableType::NicRx);
                 i.set_table_id(table);
                 i.set_start_flow_index(0);
@@ -222,31 +243,39 @@ impl<'p, B: Backend> EthQueues<'p, B> {
                     h.set_dmac_47_16(u32::MAX);
                     h.set_dmac_15_0(u16::MAX);
                 }
-            })?
-            .group_id();
+            })
+        }?
+        .group_id();
         undo.push(hca, Kind::FlowGroup { table, group }, Vec::new());
         for index in 0..entries {
             let mac = config.macs.get(index as usize).copied();
-            hca.run_extra::<SetFte>(0, DEST, 0, |i| {
-                i.set_table_type(FlowTableType::NicRx);
-                i.set_table_id(table);
-                i.set_flow_index(index);
-                let mut f = i.flow_context_mut();
-                f.set_group_id(group);
-                if let Some(mac) = mac {
-                    let mut v = f.match_value_mut();
-                    let mut h = v.outer_headers_mut();
-                    h.set_dmac_47_16(u32::from_be_bytes([mac[0], mac[1], mac[2], mac[3]]));
-                    h.set_dmac_15_0(u16::from_be_bytes([mac[4], mac[5]]));
-                }
-                forward_to_tir(&mut f, tirn)
-            })?;
+            // SAFETY: as for the table; the entry forwards to the TIR just made.
+            unsafe {
+                hca.run_extra::<SetFte>(0, DEST, 0, |i| {
+                    i.set_table_type(FlowTableType::NicRx);
+                    i.set_table_id(table);
+                    i.set_flow_index(index);
+                    let mut f = i.flow_context_mut();
+                    f.set_group_id(group);
+                    if let Some(mac) = mac {
+                        let mut v = f.match_value_mut();
+                        let mut h = v.outer_headers_mut();
+                        h.set_dmac_47_16(u32::from_be_bytes([mac[0], mac[1], mac[2], mac[3]]));
+                        h.set_dmac_15_0(u16::from_be_bytes([mac[4], mac[5]]));
+                    }
+                    forward_to_tir(&mut f, tirn)
+                })
+            }?;
             undo.push(hca, Kind::Fte { table, index }, Vec::new());
         }
-        hca.run::<SetFlowTableRoot>(0, |i| {
-            i.set_table_type(FlowTableType::NicRx);
-            i.set_table_id(table);
-        })?;
+        // SAFETY: names no memory; makes the table just built the NIC receive root, which
+        // `rx_root` claims for these queues alone.
+        unsafe {
+            hca.run::<SetFlowTableRoot>(0, |i| {
+                i.set_table_type(FlowTableType::NicRx);
+                i.set_table_id(table);
+            })
+        }?;
 
         let bufs = pool.bufs();
         let mut q = EthQueues {

@@ -117,8 +117,12 @@ impl<'p, B: Backend> EthQueues<'p, B> {
             // The last WQE's first 8 bytes: as `post` and `prefill` wrote them.
             let first8 =
                 (u64::from(ctrl_dw0(tx.pi.wrapping_sub(1))) << 32) | u64::from(tx.ctrl_dw1);
-            tx.doorbell
-                .ring_word(self.hca.backend(), tx.record, tx.pi as u16, first8);
+            // SAFETY: this HCA's SQ, alive while `self` is; `post` wrote every WQE up to
+            // `pi`, and their buffers belong to the SQ until their completions.
+            unsafe {
+                tx.doorbell
+                    .ring_word(self.hca.backend(), tx.record, tx.pi as u16, first8)
+            };
         }
         if sent < n {
             return Err(self.unsendable(&pkts[0]));

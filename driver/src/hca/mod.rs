@@ -22,10 +22,12 @@
 mod claim;
 mod config;
 mod events;
+mod query;
 mod registers;
 
 pub(crate) use claim::Claim;
 pub use config::{DeviceInfo, HcaConfig, DEFAULT_MAX_FIRMWARE_PAGES};
+pub use query::Query;
 
 use crate::backend::{Backend, DmaAlloc, Mmio, Quarantine, Regs};
 use crate::cmd::{CmdQueue, EventSink, Executed, Stash};
@@ -78,8 +80,10 @@ struct Done {
     td: bool,
 }
 
+/// The initialization segment, to read.
 fn seg<M: Mmio>(m: &M) -> InitialSeg<MmioBytes<Regs<'_, M>>> {
-    InitialSeg::new_unchecked(MmioBytes::new(Regs(m), InitialSeg::SIZE))
+    // SAFETY: callers only read it.
+    InitialSeg::new_unchecked(MmioBytes::new(unsafe { Regs::new(m) }, InitialSeg::SIZE))
 }
 
 /// Waits for the initializing bit to clear.
@@ -114,7 +118,11 @@ impl Control {
     }
 
     /// Runs `C` (completion by event once the EQ exists).
-    fn run<C: Command, B: Backend>(
+    ///
+    /// # Safety
+    ///
+    /// As for [`CmdQueue::exec`].
+    unsafe fn run<C: Command, B: Backend>(
         &mut self,
         be: &B,
         op_mod: C::OpMod,
@@ -127,17 +135,23 @@ impl Control {
         } = self;
         let cmdq = cmdq.as_mut().ok_or_else(|| closed(C::NAME, C::OPCODE))?;
         let sink = eq.as_mut().map(|eq| EventSink { eq, stash: pending });
-        cmdq.run_with::<C, B, _>(be, sink, op_mod, extra_in, extra_out, fill)
+        // SAFETY: the caller's promise; the queue is the one `bring_up` made for `be`.
+        unsafe { cmdq.run_with::<C, B, _>(be, sink, op_mod, extra_in, extra_out, fill) }
     }
 
     /// Runs `C` and wraps its output in the typed view.
-    fn typed<C: Command, B: Backend>(
+    ///
+    /// # Safety
+    ///
+    /// As for [`CmdQueue::exec`].
+    unsafe fn typed<C: Command, B: Backend>(
         &mut self,
         be: &B,
         op_mod: C::OpMod,
         fill: impl FnOnce(&mut C::Input<&mut [u8]>) -> Result<()>,
     ) -> Result<C::Output<Vec<u8>>> {
-        let out = self.run::<C, B>(be, op_mod, 0, 0, fill)?;
+        // SAFETY: the caller's promise.
+        let out = unsafe { self.run::<C, B>(be, op_mod, 0, 0, fill) }?;
         Ok(C::output(out)?)
     }
 
@@ -172,7 +186,9 @@ impl<B: Backend> Hca<B> {
         wait_ready(&be, config.fw_ready_timeout)?;
         let s = seg(be.mmio());
         let fw_version = (s.fw_rev_major(), s.fw_rev_minor(), s.fw_rev_subminor());
-        let cmdq = CmdQueue::new(&be, config.cmd_timeout, config.log_capacity)?;
+        // SAFETY: the HCA owns `be` from here on and drives the device through this queue
+        // alone; the queue, the EQ and the pages it serves are used with `be` only.
+        let cmdq = unsafe { CmdQueue::new(&be, config.cmd_timeout, config.log_capacity) }?;
         let mut hca = Hca {
             be,
             info: DeviceInfo {
@@ -215,30 +231,48 @@ impl<B: Backend> Hca<B> {
 
     /// Runs command `C` with no trailing data and returns its typed output (over the output
     /// bytes). Once the async EQ exists, completion comes by event (other events are kept for
-    /// [`Hca::poll_events`]).
-    pub fn run<C: Command>(
+    /// [`Hca::poll_events`]). Queries need no `unsafe`: [`Hca::query`].
+    ///
+    /// # Safety
+    ///
+    /// The command, as `fill` leaves its input (opcode included), must keep the promises of
+    /// [`CmdQueue::exec`]: every host address it gives the device is memory the caller keeps
+    /// allocated and out of other use until the device is done with it (or quarantines); it
+    /// destroys, changes or takes back nothing the HCA or one of its resources tracks (the
+    /// EQ, firmware pages, UAR, PD, transport domain; the objects of CQs, QPs, regions,
+    /// queues and counters); and it leaves the function enabled and initialised.
+    pub unsafe fn run<C: Command>(
         &self,
         op_mod: C::OpMod,
         fill: impl FnOnce(&mut C::Input<&mut [u8]>),
     ) -> Result<C::Output<Vec<u8>>> {
-        self.lock().typed::<C, B>(&self.be, op_mod, |i| {
-            fill(i);
-            Ok(())
-        })
+        // SAFETY: the caller's promise.
+        unsafe {
+            self.lock().typed::<C, B>(&self.be, op_mod, |i| {
+                fill(i);
+                Ok(())
+            })
+        }
     }
 
     /// Runs command `C` with `extra_in` bytes of trailing input (page lists) and `extra_out`
     /// bytes of trailing output; `fill` may fail (a setter's error), and then nothing is sent.
-    pub fn run_extra<C: Command>(
+    ///
+    /// # Safety
+    ///
+    /// As for [`Hca::run`].
+    pub unsafe fn run_extra<C: Command>(
         &self,
         op_mod: C::OpMod,
         extra_in: usize,
         extra_out: usize,
         fill: impl FnOnce(&mut C::Input<&mut [u8]>) -> Result<()>,
     ) -> Result<C::Output<Vec<u8>>> {
-        let out = self
-            .lock()
-            .run::<C, B>(&self.be, op_mod, extra_in, extra_out, fill)?;
+        // SAFETY: the caller's promise.
+        let out = unsafe {
+            self.lock()
+                .run::<C, B>(&self.be, op_mod, extra_in, extra_out, fill)
+        }?;
         Ok(C::output(out)?)
     }
 
@@ -250,10 +284,14 @@ impl<B: Backend> Hca<B> {
     fn up(&mut self, config: &HcaConfig) -> Result<()> {
         let be = &self.be;
         let ctl = self.ctl.get_mut().unwrap_or_else(|e| e.into_inner());
-        ctl.typed::<EnableHca, B>(be, 0, |_| Ok(()))?;
+        // SAFETY: this and every bring-up command below (but CREATE_EQ and the pages', whose
+        // callers keep their memory) name no host memory; what they make (UAR, PD, transport
+        // domain) is recorded in `done` and released by `down`, after everything using it.
+        unsafe { ctl.typed::<EnableHca, B>(be, 0, |_| Ok(())) }?;
         ctl.done.enabled = true;
 
-        let issi_out = ctl.typed::<QueryIssi, B>(be, 0, |_| Ok(()))?;
+        // SAFETY: as above.
+        let issi_out = unsafe { ctl.typed::<QueryIssi, B>(be, 0, |_| Ok(())) }?;
         // ISSI 1 (the current interface) when offered; bit 1 of the supported mask.
         let issi = if issi_out.supported_issi_dw0() & 0x2 != 0 {
             1
@@ -261,17 +299,21 @@ impl<B: Backend> Hca<B> {
             0
         };
         if issi != 0 {
-            ctl.typed::<SetIssi, B>(be, 0, |i| {
-                i.set_current_issi(issi);
-                Ok(())
-            })?;
+            // SAFETY: as above.
+            unsafe {
+                ctl.typed::<SetIssi, B>(be, 0, |i| {
+                    i.set_current_issi(issi);
+                    Ok(())
+                })
+            }?;
         }
         self.info.issi = issi;
 
         ctl.satisfy(be, QueryPagesOpMod::Boot)?;
 
         let query = |ctl: &mut Control, op_mod| -> Result<Vec<u8>> {
-            let out = ctl.typed::<QueryHcaCap, B>(be, op_mod, |_| Ok(()))?;
+            // SAFETY: as above.
+            let out = unsafe { ctl.typed::<QueryHcaCap, B>(be, op_mod, |_| Ok(())) }?;
             Ok(out.capability().cmd_hca_cap().storage().to_vec())
         };
         let max = query(ctl, QueryHcaCapOpMod::GeneralMax)?;
@@ -286,29 +328,37 @@ impl<B: Backend> Hca<B> {
             let max = CmdHcaCap::new_checked(&max[..])?;
             caps.set_log_max_qp(max.log_max_qp());
         }
-        ctl.typed::<SetHcaCap, B>(be, SetHcaCapOpMod::General, |i| {
-            let mut u = i.capability_mut();
-            u.cmd_hca_cap_mut().storage_mut().copy_from_slice(&set);
-            Ok(())
-        })?;
+        // SAFETY: as above.
+        unsafe {
+            ctl.typed::<SetHcaCap, B>(be, SetHcaCapOpMod::General, |i| {
+                let mut u = i.capability_mut();
+                u.cmd_hca_cap_mut().storage_mut().copy_from_slice(&set);
+                Ok(())
+            })
+        }?;
         self.info.max_caps = max;
         self.info.caps = query(ctl, QueryHcaCapOpMod::GeneralCur)?;
 
         ctl.satisfy(be, QueryPagesOpMod::Init)?;
-        ctl.typed::<InitHca, B>(be, 0, |_| Ok(()))?;
+        // SAFETY: as above.
+        unsafe { ctl.typed::<InitHca, B>(be, 0, |_| Ok(())) }?;
         ctl.done.initialized = true;
         ctl.satisfy(be, QueryPagesOpMod::Regular)?;
 
         let version = config.driver_version.clone();
-        ctl.typed::<SetDriverVersion, B>(be, 0, |i| {
-            let mut bytes = [0u8; 64];
-            let v = version.as_bytes();
-            bytes[..v.len().min(63)].copy_from_slice(&v[..v.len().min(63)]);
-            i.set_driver_version(&bytes);
-            Ok(())
-        })?;
+        // SAFETY: as above.
+        unsafe {
+            ctl.typed::<SetDriverVersion, B>(be, 0, |i| {
+                let mut bytes = [0u8; 64];
+                let v = version.as_bytes();
+                bytes[..v.len().min(63)].copy_from_slice(&v[..v.len().min(63)]);
+                i.set_driver_version(&bytes);
+                Ok(())
+            })
+        }?;
 
-        self.info.uar = ctl.typed::<AllocUar, B>(be, 0, |_| Ok(()))?.uar();
+        // SAFETY: as above.
+        self.info.uar = unsafe { ctl.typed::<AllocUar, B>(be, 0, |_| Ok(())) }?.uar();
         ctl.done.uar = true;
         // Every doorbell goes to this page: past the BAR's end they would vanish (a master
         // abort) and every queue would wait for work never started.
@@ -338,15 +388,16 @@ impl<B: Backend> Hca<B> {
         self.info.eqn = eq.eqn();
         ctl.eq = Some(eq);
 
-        self.info.pd = ctl.typed::<AllocPd, B>(be, 0, |_| Ok(()))?.pd();
+        // SAFETY: as above.
+        self.info.pd = unsafe { ctl.typed::<AllocPd, B>(be, 0, |_| Ok(())) }?.pd();
         ctl.done.pd = true;
-        self.info.transport_domain = ctl
-            .typed::<AllocTransportDomain, B>(be, 0, |_| Ok(()))?
-            .transport_domain();
+        // SAFETY: as above.
+        self.info.transport_domain =
+            unsafe { ctl.typed::<AllocTransportDomain, B>(be, 0, |_| Ok(())) }?.transport_domain();
         ctl.done.td = true;
-        self.info.resd_lkey = ctl
-            .typed::<QuerySpecialContexts, B>(be, 0, |_| Ok(()))?
-            .resd_lkey();
+        // SAFETY: as above.
+        self.info.resd_lkey =
+            unsafe { ctl.typed::<QuerySpecialContexts, B>(be, 0, |_| Ok(())) }?.resd_lkey();
         Ok(())
     }
 
@@ -379,20 +430,30 @@ impl<B: Backend> Hca<B> {
             }
         } else {
             let info = &self.info;
+            // The teardown commands run with `&mut self`, so every resource that borrowed
+            // the HCA is gone and nothing uses what they release; each releases what
+            // bring-up made, once (`done` is cleared first); DISABLE_HCA comes last, after
+            // every page was taken back or is quarantined.
             if std::mem::take(&mut ctl.done.td) {
                 let td = info.transport_domain;
-                let r = ctl.run::<DeallocTransportDomain, B>(be, 0, 0, 0, |i| {
-                    i.set_transport_domain(td);
-                    Ok(())
-                });
+                // SAFETY: as the comment above says.
+                let r = unsafe {
+                    ctl.run::<DeallocTransportDomain, B>(be, 0, 0, 0, |i| {
+                        i.set_transport_domain(td);
+                        Ok(())
+                    })
+                };
                 note(r.map(drop));
             }
             if std::mem::take(&mut ctl.done.pd) {
                 let pd = info.pd;
-                let r = ctl.run::<DeallocPd, B>(be, 0, 0, 0, |i| {
-                    i.set_pd(pd);
-                    Ok(())
-                });
+                // SAFETY: as above.
+                let r = unsafe {
+                    ctl.run::<DeallocPd, B>(be, 0, 0, 0, |i| {
+                        i.set_pd(pd);
+                        Ok(())
+                    })
+                };
                 note(r.map(drop));
             }
             if let Some(eq) = ctl.eq.take() {
@@ -404,17 +465,23 @@ impl<B: Backend> Hca<B> {
             }
             if std::mem::take(&mut ctl.done.uar) {
                 let uar = info.uar;
-                let r = ctl.run::<DeallocUar, B>(be, 0, 0, 0, |i| {
-                    i.set_uar(uar);
-                    Ok(())
-                });
+                // SAFETY: as above (the EQ that rang this UAR is gone).
+                let r = unsafe {
+                    ctl.run::<DeallocUar, B>(be, 0, 0, 0, |i| {
+                        i.set_uar(uar);
+                        Ok(())
+                    })
+                };
                 note(r.map(drop));
             }
             if std::mem::take(&mut ctl.done.initialized) {
-                let r = ctl.run::<TeardownHca, B>(be, 0, 0, 0, |i| {
-                    i.set_profile(TeardownHcaProfile::GracefulClose);
-                    Ok(())
-                });
+                // SAFETY: as above.
+                let r = unsafe {
+                    ctl.run::<TeardownHca, B>(be, 0, 0, 0, |i| {
+                        i.set_profile(TeardownHcaProfile::GracefulClose);
+                        Ok(())
+                    })
+                };
                 note(r.map(drop));
             }
             if ctl.pages.held() + ctl.pages.disputed() > 0 {
@@ -423,7 +490,8 @@ impl<B: Backend> Hca<B> {
                 }
             }
             if std::mem::take(&mut ctl.done.enabled) {
-                let r = ctl.run::<DisableHca, B>(be, 0, 0, 0, |_| Ok(()));
+                // SAFETY: as above.
+                let r = unsafe { ctl.run::<DisableHca, B>(be, 0, 0, 0, |_| Ok(())) };
                 quiet = r.is_ok();
                 note(r.map(drop));
             } else {
@@ -437,7 +505,9 @@ impl<B: Backend> Hca<B> {
             log::warn!("teardown: the device kept {kept} firmware pages; quarantined");
         }
         if let Some(cmdq) = ctl.cmdq.take() {
-            cmdq.retire(quiet);
+            // SAFETY: `quiet` only when DISABLE_HCA succeeded through this queue (or the
+            // function was never enabled), and no command follows it.
+            unsafe { cmdq.retire(quiet) };
         }
         let q = be.dma().quarantined();
         match first {

@@ -105,13 +105,36 @@ impl<B: Backend> Hca<B> {
             direction,
             source: Box::new(e),
         };
-        let out = self
-            .run_extra::<AccessRegister>(op_mod, size, size, |input| {
+        // `AccessReg` is a public trait and `RegisterInfo` a plain struct: the id, size and
+        // direction are checked against the spec's own list, whoever described the register.
+        let spec = mlx5_prm::reg::by_id(id);
+        let allowed = spec.is_some_and(|r| {
+            r.size == size
+                && match op_mod {
+                    AccessRegisterOpMod::Read => r.access.readable(),
+                    AccessRegisterOpMod::Write => r.access.writable(),
+                }
+        });
+        if !allowed {
+            return Err(named(Error::InvalidArgument {
+                what: "register access",
+                why: format!(
+                    "id {id:#x} with a {size}-byte image, to {direction}: the spec has no \
+                     such register, or not of that size, or not for that direction"
+                ),
+            }));
+        }
+        // SAFETY: ACCESS_REGISTER carries a register image, by value; the id, size and
+        // direction are one of the spec's registers (checked above), and no image of those
+        // holds a host address.
+        let out = unsafe {
+            self.run_extra::<AccessRegister>(op_mod, size, size, |input| {
                 input.set_register_id(id);
                 input.storage_mut()[IMAGE..].copy_from_slice(image);
                 Ok(())
             })
-            .map_err(named)?;
+        }
+        .map_err(named)?;
         let mut bytes = out.into_inner();
         // The output is the header plus exactly `size` bytes (`run_extra` sized it).
         bytes.drain(..IMAGE);

@@ -300,7 +300,7 @@ impl<'h, B: Backend, S> Qp<'h, B, S> {
     /// The state the device reports (QUERY_QP).
     pub fn query_state(&self) -> Result<mlx5_prm::QpState> {
         let qpn = self.inner.qpn;
-        let out = self.hca().run::<QueryQp>(0, |i| i.set_qpn(qpn))?;
+        let out = self.hca().query::<QueryQp>(0, |i| i.set_qpn(qpn))?;
         let ctx = out.qpc();
         ctx.state().map_err(|e| Error::BadDeviceValue {
             command: QueryQp::NAME,
@@ -371,26 +371,31 @@ impl<'h, B: Backend> Qp<'h, B, Rst> {
         let (pd, uar, dbr) = (hca.info().pd, hca.info().uar, dbrec.iova());
         let (scq, rcq) = (send_cq.cqn(), recv_cq.cqn());
         let c = config.clone();
-        let out = hca.run_extra::<CreateQp>(0, pages.len() * 8, 0, |i| {
-            let mut q = i.qpc_mut();
-            q.set_st(QpServiceType::Rc);
-            q.set_pm_state(QpPmState::Migrated);
-            q.try_set_pd(pd)?;
-            q.try_set_uar_page(uar)?;
-            q.try_set_log_sq_size(c.log_sq_size)?;
-            q.try_set_log_rq_size(c.log_rq_size)?;
-            q.try_set_log_rq_stride(c.log_rq_stride)?;
-            q.set_rq_type(QpRqType::Regular);
-            q.try_set_cqn_snd(scq)?;
-            q.try_set_cqn_rcv(rcq)?;
-            q.set_log_page_size(0);
-            q.set_dbr_addr(dbr);
-            q.set_ts_format(format.ts_format());
-            for (k, p) in pages.iter().enumerate() {
-                i.set_pas(k, *p)?;
-            }
-            Ok(())
-        })?;
+        // SAFETY: the memory named is `buf` and `dbrec`, which the QP's object keeps until
+        // DESTROY_QP succeeds (quarantined otherwise); its CQs are checked to be this HCA's
+        // and outlive it (the QP borrows them).
+        let out = unsafe {
+            hca.run_extra::<CreateQp>(0, pages.len() * 8, 0, |i| {
+                let mut q = i.qpc_mut();
+                q.set_st(QpServiceType::Rc);
+                q.set_pm_state(QpPmState::Migrated);
+                q.try_set_pd(pd)?;
+                q.try_set_uar_page(uar)?;
+                q.try_set_log_sq_size(c.log_sq_size)?;
+                q.try_set_log_rq_size(c.log_rq_size)?;
+                q.try_set_log_rq_stride(c.log_rq_stride)?;
+                q.set_rq_type(QpRqType::Regular);
+                q.try_set_cqn_snd(scq)?;
+                q.try_set_cqn_rcv(rcq)?;
+                q.set_log_page_size(0);
+                q.set_dbr_addr(dbr);
+                q.set_ts_format(format.ts_format());
+                for (k, p) in pages.iter().enumerate() {
+                    i.set_pas(k, *p)?;
+                }
+                Ok(())
+            })
+        }?;
         let qpn = out.qpn();
         // SAFETY: the memory is kept by the QP's object, which `Inner` holds for as long as
         // the rings (and which outlives every use: posting borrows the QP).

@@ -515,10 +515,16 @@ impl<'h, B: Backend> Sq<'_, 'h, B> {
         if copy {
             let (wqes, record) = (work.wqes, work.record);
             let last = wqes.slot(pi.wrapping_sub(1));
-            work.doorbell
-                .ring(be, record.slot(0), pi as u16, last, true);
+            // SAFETY: this HCA's QP, alive while the handle is; `Sq::write` wrote every WQE
+            // up to the producer counter, and `push` keeps each one's region in its slot
+            // until the completion that covers it.
+            unsafe {
+                work.doorbell
+                    .ring(be, record.slot(0), pi as u16, last, true)
+            };
         } else {
-            work.doorbell.ring_word(be, work.record, pi as u16, first8);
+            // SAFETY: as above.
+            unsafe { work.doorbell.ring_word(be, work.record, pi as u16, first8) };
         }
     }
 }

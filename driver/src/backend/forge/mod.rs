@@ -365,7 +365,9 @@ impl<B: Backend> ForgeBackend<B> {
     fn completed(&self, s: &mut State, slot: usize) {
         let book = &self.book;
         let (hi, lo) = s.cmdq;
-        let seg = InitialSeg::new_unchecked(MmioBytes::new(Regs(self.inner.mmio()), 0x400c));
+        // SAFETY: only read.
+        let regs = unsafe { Regs::new(self.inner.mmio()) };
+        let seg = InitialSeg::new_unchecked(MmioBytes::new(regs, 0x400c));
         let stride = seg.log_cmdq_stride().min(11);
         let at = (u64::from(hi) << 32 | u64::from(lo & !0xfff)) + ((slot as u64) << stride);
         let mut raw = [0u8; 64];
@@ -598,8 +600,9 @@ impl<B: Backend> Mmio for ForgeBackend<B> {
         u32::from_be_bytes(bytes)
     }
 
-    fn write32(&self, offset: usize, value: u32) {
-        self.inner.mmio().write32(offset, value);
+    unsafe fn write32(&self, offset: usize, value: u32) {
+        // SAFETY: forwarded; the caller's promise.
+        unsafe { self.inner.mmio().write32(offset, value) };
         let mut s = self.lock();
         match offset {
             0x10 => s.cmdq.0 = value,
@@ -614,13 +617,15 @@ impl<B: Backend> Mmio for ForgeBackend<B> {
         self.scan(&mut s);
     }
 
-    fn write64(&self, offset: usize, value: u64) {
-        self.inner.mmio().write64(offset, value);
+    unsafe fn write64(&self, offset: usize, value: u64) {
+        // SAFETY: forwarded; the caller's promise.
+        unsafe { self.inner.mmio().write64(offset, value) };
         self.scan(&mut self.lock());
     }
 
-    fn copy_wc(&self, offset: usize, data: &[u64]) {
-        self.inner.mmio().copy_wc(offset, data);
+    unsafe fn copy_wc(&self, offset: usize, data: &[u64]) {
+        // SAFETY: forwarded; the caller's promise.
+        unsafe { self.inner.mmio().copy_wc(offset, data) };
         self.scan(&mut self.lock());
     }
 }

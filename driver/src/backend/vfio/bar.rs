@@ -81,13 +81,13 @@ impl Mmio for Bar {
         self.regs.read32(offset)
     }
 
-    fn write32(&self, offset: usize, value: u32) {
+    unsafe fn write32(&self, offset: usize, value: u32) {
         if self.inside(offset, 4) {
             self.regs.write32(offset, value);
         }
     }
 
-    fn write64(&self, offset: usize, value: u64) {
+    unsafe fn write64(&self, offset: usize, value: u64) {
         if self.inside(offset, 8) {
             // SAFETY: in bounds and 8-byte aligned (checked); one volatile store, so the
             // doorbell reaches the device as one transaction.
