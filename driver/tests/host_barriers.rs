@@ -77,7 +77,25 @@ fn loopback(mode: Mode) {
             let mut bytes = vec![0u8; p.len()];
             p.data().read_bytes(0, &mut bytes);
             let want = frame(MAC_A, got, 60 + (got as usize * 53) % 1400);
-            assert_eq!(bytes, want, "{mode:?}: frame {got}");
+            // On a mismatch, say what came instead and what the model counted as lost, so
+            // that a failure tells a dropped frame from a torn or reordered one.
+            if bytes != want {
+                let seq =
+                    (0..total).find(|&n| bytes == frame(MAC_A, n, 60 + (n as usize * 53) % 1400));
+                panic!(
+                    "{mode:?}: frame {got} expected, got {} ({} bytes); model: {} sent, {} \
+                     received, {} dropped, {} discarded, {} CQEs dropped",
+                    seq.map_or("no frame of the sequence".to_string(), |n| format!(
+                        "frame {n}"
+                    )),
+                    bytes.len(),
+                    dev.tx_frames(),
+                    dev.rx_frames(),
+                    dev.rx_dropped(),
+                    dev.tx_discarded(),
+                    dev.dropped_cqes()
+                );
+            }
             got += 1;
         }
     }
