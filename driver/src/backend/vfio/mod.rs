@@ -8,8 +8,9 @@
 //!   for each way it is not;
 //! - [`container`], [`device`], [`bar`], [`irq`]: the container and its IOMMU model, the
 //!   device's regions, reset and bus mastering, BAR0 as MMIO, MSI-X as eventfds;
-//! - [`dma`], [`iova`], [`pagemap`]: DMA memory, the IOVAs chosen for it with an IOMMU, and
-//!   physical addresses without one;
+//! - [`dma`], [`iova`], [`pagemap`], [`slab`]: DMA memory, the IOVAs chosen for it with an
+//!   IOMMU, and without one physical addresses and the books of the huge pages every buffer
+//!   is carved from;
 //! - [`VfioBackend`]: all of it as a [`crate::backend::Backend`].
 //!
 //! The ioctls are nix's over rust-vmm's `vfio-bindings` structures. The crates that wrap
@@ -28,6 +29,7 @@ mod ioctl;
 pub mod iova;
 pub mod irq;
 pub mod pagemap;
+pub mod slab;
 pub mod sysfs;
 
 pub use address::PciAddress;

@@ -3,8 +3,9 @@
 //! mode. Each page has a 64-bit entry: bit 63 "present", bits 0..=54 the page frame number.
 //! The kernel shows frame numbers only to CAP_SYS_ADMIN (zeros otherwise), and a page that
 //! is not in memory has none; both are errors here, never a zero address handed to a device.
-//! The memory must stay where it is while the device may use it: locked (`mlock`), so that
-//! it is neither swapped out nor migrated.
+//! The memory must stay where it is while the device may use it. Locking (`mlock`) keeps a
+//! page from being swapped out but not from being migrated by compaction, so `dma.rs` gives
+//! the device only 2 MiB hugetlb pages, which compaction leaves in place.
 
 use super::error::VfioError;
 use std::fs::File;

@@ -20,7 +20,7 @@ pub enum IommuMode {
     /// Through an IOMMU: the driver chooses IO virtual addresses and maps them.
     Iommu,
     /// No IOMMU (`enable_unsafe_noiommu_mode`): the device uses physical addresses, so DMA
-    /// memory is pinned and its addresses come from `/proc/self/pagemap`.
+    /// memory comes from locked 2 MiB huge pages, their addresses from `/proc/self/pagemap`.
     NoIommu,
 }
 
