@@ -451,8 +451,9 @@ fn ethernet_receive_timestamps_are_near_the_timecounters_now() {
             assert_eq!(stamps.len(), 8);
             for &s in &stamps {
                 let t = clock.cqe_time(s);
+                // Within the round (no wall-clock bound: a loaded machine may take any time
+                // between the two readings).
                 assert!(before <= t && t <= after, "{before} <= {t} <= {after}");
-                assert!(after - t < 10_000_000, "{} ns before now", after - t);
                 times.push(t);
             }
             rx.clear();
