@@ -38,10 +38,11 @@ impl SendDoorbell {
         }
     }
 
-    /// Hands the WQEs up to `counter` to the device. `record` is the queue's 8-byte doorbell
-    /// record (the send counter is its second dword); `last` the last WQE posted. With `copy`, `last` (one basic
-    /// block) is copied whole to the BlueFlame register instead of ringing with its first 8
-    /// bytes.
+    /// Hands the WQEs up to `counter` to the device, with BlueFlame: `last`, the last WQE
+    /// posted (one basic block), is copied whole to the BlueFlame register, so the device
+    /// need not fetch it. `record` is the queue's 8-byte doorbell record (the send counter is
+    /// its second dword). Ringing with the WQE's first 8 bytes alone is
+    /// [`SendDoorbell::ring_word`].
     ///
     /// # Safety
     ///
@@ -55,24 +56,18 @@ impl SendDoorbell {
         record: DeviceBytes<'_>,
         counter: u16,
         last: DeviceBytes<'_>,
-        copy: bool,
     ) {
         B::Barriers::to_device();
         QpDoorbellRecord::new_unchecked(record).set_send_counter(counter);
         B::Barriers::to_device();
         let at = self.uar_offset + BF_OFFSET + self.half * BF_HALF;
-        if copy {
-            let mut block = [0u64; WQEBB / 8];
-            for (k, word) in block.iter_mut().enumerate() {
-                *word = last.read_be64(k * 8);
-            }
-            // SAFETY: the queue's own BlueFlame half, with the caller's promise.
-            unsafe { be.mmio().copy_wc(at, &block) };
-            B::Barriers::wc_flush();
-        } else {
-            // SAFETY: the queue's own BlueFlame half, with the caller's promise.
-            unsafe { be.mmio().write64(at, last.read_be64(0)) };
+        let mut block = [0u64; WQEBB / 8];
+        for (k, word) in block.iter_mut().enumerate() {
+            *word = last.read_be64(k * 8);
         }
+        // SAFETY: the queue's own BlueFlame half, with the caller's promise.
+        unsafe { be.mmio().copy_wc(at, &block) };
+        B::Barriers::wc_flush();
         self.half ^= 1;
     }
 

@@ -518,10 +518,7 @@ impl<'h, B: Backend> Sq<'_, 'h, B> {
             // SAFETY: this HCA's QP, alive while the handle is; `Sq::write` wrote every WQE
             // up to the producer counter, and `push` keeps each one's region in its slot
             // until the completion that covers it.
-            unsafe {
-                work.doorbell
-                    .ring(be, record.slot(0), pi as u16, last, true)
-            };
+            unsafe { work.doorbell.ring(be, record.slot(0), pi as u16, last) };
         } else {
             // SAFETY: as above.
             unsafe { work.doorbell.ring_word(be, work.record, pi as u16, first8) };
