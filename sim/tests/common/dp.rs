@@ -63,6 +63,8 @@ pub struct Node {
     pub eqn: u8,
     pub eq_ring: DmaRegion,
     eq_ci: Cell<u32>,
+    /// log_msg_max the next QP connected gets (30, the device's log_max_msg, unless set).
+    pub log_msg_max: Cell<u8>,
 }
 
 /// Event type bits the node's EQ subscribes to: cq_error (4), WQ invalid request (0x10) and
@@ -89,6 +91,7 @@ impl Node {
             eqn,
             eq_ring,
             eq_ci: Cell::new(0),
+            log_msg_max: Cell::new(30),
         }
     }
 
@@ -307,7 +310,7 @@ impl Node {
                 i.set_qpn(qp.qpn);
                 let mut q = i.qpc_mut();
                 q.set_mtu(QpMtu::Mtu1k);
-                q.set_log_msg_max(30);
+                q.set_log_msg_max(self.log_msg_max.get());
                 q.set_remote_qpn(remote_qpn);
                 q.set_min_rnr_nak(1);
                 let mut ads = q.primary_address_path_mut();

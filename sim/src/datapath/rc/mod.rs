@@ -54,7 +54,15 @@ pub(crate) struct Requester {
     pub qpn: u32,
     pub who: Accessor,
     pub remote_qpn: u32,
+    /// The QP's largest message ([`max_msg`]).
     pub max_msg: u64,
+}
+
+/// The largest message QP context `ctx` takes, as requester or responder: 2^log_msg_max
+/// bytes, which INIT2RTR keeps within the device's log_max_msg (longer is a length error
+/// at the requester, an invalid request at the responder).
+pub(crate) fn max_msg(m: &crate::model::Model, ctx: &mlx5_prm::Qpc) -> u64 {
+    1u64 << ctx.log_msg_max().min(m.gen().log_max_msg()).min(31)
 }
 
 /// The responder QP's fields.
@@ -65,6 +73,8 @@ pub(super) struct Responder {
     rre: bool,
     rwe: bool,
     rae: bool,
+    /// Its largest message ([`max_msg`]).
+    max_msg: u64,
 }
 
 /// Runs the send queue of QP `qpn` from the device's consumer counter up to the send counter
@@ -192,7 +202,7 @@ fn execute<'a>(
             rlky: qp.ctx.rlky(),
         },
         remote_qpn: qp.ctx.remote_qpn(),
-        max_msg: 1u64 << local.m.gen().log_max_msg().min(31),
+        max_msg: max_msg(local.m, &qp.ctx),
     };
     let rc = qp.ctx.st() == Ok(QpServiceType::Rc);
     let ctrl = &wqe[..DS];

@@ -40,7 +40,17 @@ fn responder(side: &Side<'_>, qpn: u32) -> Result<Responder, Fault> {
         rre: qp.ctx.rre(),
         rwe: qp.ctx.rwe(),
         rae: qp.ctx.rae(),
+        max_msg: super::max_msg(side.m, &qp.ctx),
     })
+}
+
+/// A message longer than the responder QP's largest (its 2^log_msg_max): an invalid request,
+/// which the responder reports as its own error too.
+const fn too_long() -> Fault {
+    Fault::Remote {
+        syndrome: CqeSyndrome::RemoteInvalReqErr,
+        responder_err: true,
+    }
 }
 
 const fn remote_access(responder_err: bool) -> Fault {
@@ -83,7 +93,13 @@ fn deliver(side: &mut Side<'_>, r: &Responder, msg: Incoming<'_>) -> Result<(), 
     }
     let posted = rq::peek(side.m, side.dma, t).ok_or(Fault::Rnr)?;
     if let Some(data) = msg.data {
-        if let Err(e) = rq::scatter(side.m, side.dma, r.who, &posted.sges, data) {
+        // Longer than the QP takes: as a receive buffer too short (IBTA: an invalid request).
+        let placed = if data.len() as u64 > r.max_msg {
+            Err(ScatterError::TooLong)
+        } else {
+            rq::scatter(side.m, side.dma, r.who, &posted.sges, data)
+        };
+        if let Err(e) = placed {
             // The responder completes the receive in error and goes to ERR; the requester
             // hears an invalid request (too long) or a remote operational error.
             let (local, remote) = match e {
@@ -167,6 +183,9 @@ pub(super) fn write<'a>(
     if !r.rwe {
         return Err(remote_access(true));
     }
+    if data.len() as u64 > r.max_msg {
+        return Err(too_long());
+    }
     let e = mem::resolve(
         side.m,
         rkey,
@@ -225,6 +244,9 @@ pub(super) fn read<'a>(
     let r = responder(side, req.remote_qpn)?;
     if !r.rre {
         return Err(remote_access(true));
+    }
+    if len > r.max_msg {
+        return Err(too_long());
     }
     let e = mem::resolve(side.m, rkey, r.who, addr, len, Access::RemoteRead)
         .map_err(|_| remote_access(true))?;

@@ -168,7 +168,7 @@ fn qpv(side: &Side<'_>, qpn: u32) -> Option<Qpv> {
                 rlky: qp.ctx.rlky(),
             },
             remote_qpn: qp.ctx.remote_qpn(),
-            max_msg: 1u64 << side.m.gen().log_max_msg().min(31),
+            max_msg: rc::max_msg(side.m, &qp.ctx),
         },
     })
 }

@@ -83,7 +83,7 @@ struct Qpv {
     rwe: bool,
     rae: bool,
     min_rnr_nak: u8,
-    /// The device's largest message (`log_max_msg`).
+    /// The QP's largest message (2^log_msg_max, within the device's log_max_msg).
     max_msg: u64,
 }
 
@@ -102,7 +102,7 @@ fn qpv(side: &Side<'_>, qpn: u32) -> Option<Qpv> {
         rwe: qp.ctx.rwe(),
         rae: qp.ctx.rae(),
         min_rnr_nak: qp.ctx.min_rnr_nak(),
-        max_msg: 1u64 << side.m.gen().log_max_msg().min(31),
+        max_msg: crate::datapath::rc::max_msg(side.m, &qp.ctx),
     })
 }
 
