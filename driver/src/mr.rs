@@ -56,9 +56,6 @@ impl<B: Backend> std::fmt::Debug for Region<'_, B> {
     }
 }
 
-/// The low byte of every key this driver makes (the "variant" part of an mkey).
-const KEY_BYTE: u8 = 0x5a;
-
 impl<'h, B: Backend> Region<'h, B> {
     /// Allocates `len` bytes and registers them (physical-address mode: the IO address is the
     /// key's start address).
@@ -72,6 +69,7 @@ impl<'h, B: Backend> Region<'h, B> {
         // Until the key exists the memory is only the driver's: freed (dropped) on error.
         let buf = hca.backend().dma().alloc(bytes, 4096)?;
         let (pd, iova) = (hca.info().pd, buf.iova());
+        let variant = hca.next_key_variant();
         // SAFETY: the key covers `buf` alone (`len` is at most its size), which the key's
         // object keeps until DESTROY_MKEY succeeds (quarantined otherwise).
         let out = unsafe {
@@ -85,7 +83,7 @@ impl<'h, B: Backend> Region<'h, B> {
                 c.set_rw(access.remote_write);
                 c.set_a(access.remote_atomic);
                 c.try_set_qpn(0xff_ffff)?;
-                c.set_mkey_7_0(KEY_BYTE);
+                c.set_mkey_7_0(variant);
                 c.try_set_pd(pd)?;
                 c.set_start_addr(iova);
                 c.set_len(len as u64);
@@ -96,7 +94,7 @@ impl<'h, B: Backend> Region<'h, B> {
         Ok(Region {
             parts: Box::new(Parts {
                 object: Object::new(hca, Kind::Mkey(index), vec![buf]),
-                key: (index << 8) | u32::from(KEY_BYTE),
+                key: (index << 8) | u32::from(variant),
                 len,
                 addr: iova,
             }),

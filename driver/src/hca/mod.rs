@@ -56,6 +56,10 @@ pub struct Hca<B: Backend> {
     ctl: Mutex<Control>,
     /// What only one resource may hold at a time (the NIC receive root table).
     exclusive: claim::Exclusive,
+    /// The variant byte (bits 7:0) of the next memory key: it changes with every key made,
+    /// so that a key kept after its region went (by a peer holding an rkey, say) does not
+    /// match a later region given the same mkey index.
+    key_variant: std::sync::atomic::AtomicU8,
 }
 
 /// What commands need, behind the HCA's lock.
@@ -180,6 +184,14 @@ impl Control {
 }
 
 impl<B: Backend> Hca<B> {
+    /// The variant byte for a new memory key: each key made gets the next one (wrapping), as
+    /// Linux's mlx5 does, so a stale key is refused by the device rather than reaching the
+    /// region that took its index.
+    pub(crate) fn next_key_variant(&self) -> u8 {
+        self.key_variant
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Brings the device up. On failure everything done so far is undone (every firmware page
     /// taken back where the device still answers) before the error is returned.
     pub fn bring_up(be: B, config: &HcaConfig) -> Result<Hca<B>> {
@@ -211,6 +223,7 @@ impl<B: Backend> Hca<B> {
                 pending: Stash::default(),
             }),
             exclusive: claim::Exclusive::default(),
+            key_variant: std::sync::atomic::AtomicU8::new(0),
         };
         match hca.up(config) {
             Ok(()) => Ok(hca),
