@@ -101,8 +101,8 @@ pub(crate) fn resolve(
 /// Checks `key` for `access` of `len` bytes at `addr` as [`resolve`] does, without listing
 /// the extents: a message of up to `log_max_msg` bytes through an MTT of 4 KiB pages would
 /// list a quarter of a million of them. A region is one contiguous range and its
-/// translation entries run from its first page on, so the whole range passes exactly when
-/// its first and its last byte do (and its end does not wrap).
+/// translation entries run from its first page on, so the range translates exactly when its
+/// last page has an entry.
 pub(crate) fn check(
     m: &Model,
     key: u32,
@@ -111,34 +111,41 @@ pub(crate) fn check(
     len: u64,
     access: Access,
 ) -> Result<(), KeyError> {
-    if len == 0 {
-        return Ok(());
+    match granted(&m.mkeys, key, who, addr, len, access)? {
+        Some(mkey) if mkey.region.mode == 1 => {
+            let c = &mkey.region;
+            let (base, _) = mtt_geometry(c.start, c.log_page_size, addr)?;
+            let last = (addr + (len - 1) - base) >> c.log_page_size;
+            let entries = mkey.translations.len() as u64 / 8;
+            if last < entries {
+                Ok(())
+            } else {
+                Err(KeyError::Translation)
+            }
+        }
+        Some(mkey) if mkey.region.mode != 0 => Err(KeyError::Mode),
+        _ => Ok(()),
     }
-    addr.checked_add(len).ok_or(KeyError::Range)?;
-    let mut out = Extents::new();
-    resolve_into(&m.mkeys, key, who, addr, 1, access, &mut out)?;
-    resolve_into(&m.mkeys, key, who, addr + (len - 1), 1, access, &mut out)
 }
 
-/// [`resolve`] through the key table `mkeys`, appending the extents to `out` (the data path's
-/// lists stay where they are: moving them around by value cost more than filling them).
-pub(crate) fn resolve_into(
+/// The checks of every access but translation: `None` when there is nothing to translate
+/// (an empty range, or the reserved lkey, whose addresses are IOVAs), else the key granting
+/// the access.
+fn granted(
     mkeys: &Table<Mkey>,
     key: u32,
     who: Accessor,
     addr: u64,
     len: u64,
     access: Access,
-    out: &mut Extents,
-) -> Result<(), KeyError> {
+) -> Result<Option<&Mkey>, KeyError> {
     if len == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let end = addr.checked_add(len).ok_or(KeyError::Range)?;
     if key == RESD_LKEY {
         return if access.local() && who.rlky {
-            push(out, addr, len);
-            Ok(())
+            Ok(None)
         } else {
             Err(KeyError::Unknown)
         };
@@ -167,6 +174,38 @@ pub(crate) fn resolve_into(
     if !granted {
         return Err(KeyError::Rights);
     }
+    Ok(Some(mkey))
+}
+
+/// An MTT's first page (the region's start rounded down to its page size) and `addr`'s
+/// offset from it; the page size must be one the model takes.
+fn mtt_geometry(start: u64, log_page: u8, addr: u64) -> Result<(u64, u64), KeyError> {
+    if !(MIN_LOG_MTT_PAGE..=40).contains(&log_page) {
+        return Err(KeyError::Mode);
+    }
+    let base = start & !((1u64 << log_page) - 1);
+    let offset = addr.checked_sub(base).ok_or(KeyError::Range)?;
+    Ok((base, offset))
+}
+
+/// [`resolve`] through the key table `mkeys`, appending the extents to `out` (the data path's
+/// lists stay where they are: moving them around by value cost more than filling them).
+pub(crate) fn resolve_into(
+    mkeys: &Table<Mkey>,
+    key: u32,
+    who: Accessor,
+    addr: u64,
+    len: u64,
+    access: Access,
+    out: &mut Extents,
+) -> Result<(), KeyError> {
+    let Some(mkey) = granted(mkeys, key, who, addr, len, access)? else {
+        if len > 0 {
+            push(out, addr, len);
+        }
+        return Ok(());
+    };
+    let c = &mkey.region;
     match c.mode {
         0 => {
             push(out, addr, len);
@@ -187,12 +226,8 @@ fn mtt(
     len: u64,
     out: &mut Extents,
 ) -> Result<(), KeyError> {
-    if !(MIN_LOG_MTT_PAGE..=40).contains(&log_page) {
-        return Err(KeyError::Mode);
-    }
+    let (_, mut offset) = mtt_geometry(start, log_page, addr)?;
     let page = 1u64 << log_page;
-    let base = start & !(page - 1);
-    let mut offset = addr.checked_sub(base).ok_or(KeyError::Range)?;
     let mut left = len;
     while left > 0 {
         let index = usize::try_from(offset >> log_page).map_err(|_| KeyError::Translation)?;

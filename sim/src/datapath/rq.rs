@@ -258,6 +258,23 @@ pub(crate) fn extents(
     Ok(out)
 }
 
+/// The entries the first `len` bytes of a message fill, each with the bytes it takes (an
+/// empty entry takes none); a list too short for them is an error.
+fn covered(sges: &[Sge], len: u64) -> Result<impl Iterator<Item = (&Sge, u64)>, ScatterError> {
+    let capacity: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
+    if len > capacity {
+        return Err(ScatterError::TooLong);
+    }
+    Ok(sges.iter().scan(len, |left, s| {
+        if *left == 0 {
+            return None;
+        }
+        let n = (*left).min(u64::from(s.len));
+        *left -= n;
+        Some((s, n))
+    }))
+}
+
 /// [`extents`], appended to `out`.
 fn extents_into(
     m: &Model,
@@ -266,16 +283,7 @@ fn extents_into(
     len: u64,
     out: &mut Extents,
 ) -> Result<(), ScatterError> {
-    let capacity: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
-    if len > capacity {
-        return Err(ScatterError::TooLong);
-    }
-    let mut left = len;
-    for s in sges {
-        if left == 0 {
-            break;
-        }
-        let n = left.min(u64::from(s.len));
+    for (s, n) in covered(sges, len)? {
         mem::resolve_into(
             &m.mkeys,
             s.lkey,
@@ -286,7 +294,6 @@ fn extents_into(
             out,
         )
         .map_err(|_: KeyError| ScatterError::Protection)?;
-        left -= n;
     }
     Ok(())
 }
@@ -307,6 +314,17 @@ pub(crate) fn scatter(
         m.dma_faults += 1;
         Err(ScatterError::Protection)
     }
+}
+
+/// Checks that the first `len` bytes of a message fit the scatter list `sges` and that each
+/// entry they use grants the local write, without listing the extents (see [`mem::check`]):
+/// the in-memory transport then places the message a step at a time ([`place`]).
+pub(crate) fn check(m: &Model, who: Accessor, sges: &[Sge], len: u64) -> Result<(), ScatterError> {
+    for (s, n) in covered(sges, len)? {
+        mem::check(m, s.lkey, who, s.addr, n, mem::Access::LocalWrite)
+            .map_err(|_: KeyError| ScatterError::Protection)?;
+    }
+    Ok(())
 }
 
 /// Completes every posted receive WQE of `t` with a flush error (the queue is in error).
@@ -352,9 +370,10 @@ pub(crate) fn rq_error(side: &mut Side<'_>, rqn: u32) {
 }
 
 /// Writes `data`, bytes `at ..` of a message, into the scatter list `sges`, as its packets
-/// come (a read response at its offset, a SEND packet after the ones before). The error is
-/// the completion syndrome: a key that does not grant the write or memory not mapped, or
-/// a list too short for the data.
+/// come (a read response at its offset, a SEND packet after the ones before, a step of an
+/// in-memory message). The error is the completion syndrome: a key that does not grant the
+/// write or memory not mapped, or a list too short for the data; either way nothing of
+/// `data` is written, as every entry it needs is checked first.
 pub(crate) fn place(
     side: &mut Side<'_>,
     who: Accessor,
@@ -363,9 +382,10 @@ pub(crate) fn place(
     data: &[u8],
 ) -> Result<(), CqeSyndrome> {
     let mut skip = at;
-    let mut left = data;
+    let mut left = data.len() as u64;
+    let mut e = Extents::new();
     for s in sges {
-        if left.is_empty() {
+        if left == 0 {
             break;
         }
         let len = u64::from(s.len);
@@ -373,26 +393,27 @@ pub(crate) fn place(
             skip -= len;
             continue;
         }
-        let n = (len - skip).min(left.len() as u64) as usize;
-        let e = mem::resolve(
-            side.m,
+        let n = (len - skip).min(left);
+        mem::resolve_into(
+            &side.m.mkeys,
             s.lkey,
             who,
             s.addr.wrapping_add(skip),
-            n as u64,
+            n,
             mem::Access::LocalWrite,
+            &mut e,
         )
         .map_err(|_| CqeSyndrome::LocalProtErr)?;
-        if !mem::write(side.dma, &e, &left[..n]) {
-            side.m.dma_faults += 1;
-            return Err(CqeSyndrome::LocalProtErr);
-        }
-        left = &left[n..];
+        left -= n;
         skip = 0;
     }
-    if left.is_empty() {
+    if left > 0 {
+        return Err(CqeSyndrome::LocalLengthErr);
+    }
+    if mem::write(side.dma, &e, data) {
         Ok(())
     } else {
-        Err(CqeSyndrome::LocalLengthErr)
+        side.m.dma_faults += 1;
+        Err(CqeSyndrome::LocalProtErr)
     }
 }

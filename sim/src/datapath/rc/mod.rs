@@ -7,8 +7,9 @@
 //! doorbell is ignored and the WQEs wait for a later doorbell.
 
 mod ops;
+pub(crate) mod source;
 
-use super::mem::{self, Access, Accessor};
+use super::mem::Accessor;
 use super::rq::{self, Target};
 use super::sendq::{self, Piece, DS};
 use super::{cq, peer, Side};
@@ -21,6 +22,9 @@ use ops::{atomic, read, send, write, Message};
 /// The control segment's completion mode that asks for a CQE on success (2) and the one that
 /// also asks for an event (3).
 const CE_ALWAYS: u8 = 2;
+/// Bytes an in-memory message moves per step: the model holds one step of a message, not
+/// the message (up to `log_max_msg`, 1 GiB).
+const STEP: u64 = 64 << 10;
 /// rnr_retry value that retries forever.
 const RNR_INFINITE: u8 = 7;
 
@@ -322,37 +326,6 @@ fn rnr(local: &mut Side<'_>, qpn: u32) -> Option<Fault> {
         local.m.pending.qps.insert(qpn);
         None
     }
-}
-
-/// Reads the gather list of `wqe[start..msg.end]` through the requester's keys.
-pub(crate) fn gather(
-    local: &mut Side<'_>,
-    req: &Requester,
-    wqe: &[u8],
-    start: usize,
-    end: usize,
-) -> Result<Vec<u8>, Fault> {
-    let pieces =
-        sendq::gather_list(wqe, start, end).ok_or(Fault::Local(CqeSyndrome::LocalQpOpErr))?;
-    let total: u64 = pieces.iter().map(Piece::len).sum();
-    if total > req.max_msg {
-        return Err(Fault::Local(CqeSyndrome::LocalLengthErr));
-    }
-    let mut data = Vec::new();
-    for p in pieces {
-        match p {
-            Piece::Inline { start, end } => data.extend_from_slice(&wqe[start..end]),
-            Piece::Data { len, lkey, addr } => {
-                let e = mem::resolve(local.m, lkey, req.who, addr, len.into(), Access::LocalRead)
-                    .map_err(|_| Fault::Local(CqeSyndrome::LocalProtErr))?;
-                if !mem::read(local.dma, &e, &mut data) {
-                    local.m.dma_faults += 1;
-                    return Err(Fault::Local(CqeSyndrome::LocalProtErr));
-                }
-            }
-        }
-    }
-    Ok(data)
 }
 
 /// The local scatter list of a read or atomic: data segments up to an invalid-lkey entry.

@@ -9,17 +9,16 @@
 mod ack;
 mod emit;
 mod recover;
-mod source;
 
 pub(crate) use ack::response;
 use ack::{arm, arm_at, retry};
 use emit::{emit, pump, Emitted};
 use recover::fail;
 pub(crate) use recover::{fail_head, flush, tick};
-use source::Source;
 
 use super::wire::{self, aeth, op, AtomicEth, Bth, Ext, Kind, Packet, Path, Pos, Reth};
 use super::{path, psn_add, psn_diff, transmit, PSN_MASK};
+use crate::datapath::rc::source::Source;
 use crate::datapath::rc::{self, Fault};
 use crate::datapath::{cq, mem, rq, sendq, Side};
 use crate::exec::counters::{rc_event, RcCounts};

@@ -1,13 +1,16 @@
 //! Where the bytes of a SEND or RDMA WRITE come from: the WQE's gather list, kept instead of
-//! the message. Each packet's bytes are read from host memory when the packet is built, the
-//! first time and again on a resend, as a device does; the model holds at most one packet of
-//! a message at a time, however long the message (up to `log_max_msg`, 1 GiB), where a copy
-//! of the whole message per WQE let a guest make it hold gigabytes.
+//! a copy of the message. Both transports read the bytes from host memory a piece at a time
+//! (RoCE as it builds each packet, the first time and again on a resend; a QP on this device
+//! or across the in-memory wire in steps of [`STEP`](super::STEP)), as a device does: the
+//! model holds at most one piece of a message at a time, however long the message (up to
+//! `log_max_msg`, 1 GiB), where a copy of the whole message per WQE let a guest make it hold
+//! gigabytes.
 
 use crate::datapath::mem::{self, Access, Accessor};
 use crate::datapath::rc::{self, Fault};
 use crate::datapath::sendq::{self, Piece};
 use crate::datapath::Side;
+use crate::model::Model;
 use crate::stackvec::StackVec;
 use mlx5_prm::CqeSyndrome;
 
@@ -39,7 +42,7 @@ impl Seg {
 /// The gather list of one WQE (at most a WQE's worth: 63 segments, 1 KiB of inline data;
 /// usually one data segment, kept inline).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Source {
+pub(crate) struct Source {
     inline: Vec<u8>,
     segs: StackVec<Seg, 2>,
 }
@@ -55,26 +58,42 @@ impl Source {
         start: usize,
         end: usize,
     ) -> Result<(Source, u64), Fault> {
-        let pieces =
-            sendq::gather_list(wqe, start, end).ok_or(Fault::Local(CqeSyndrome::LocalQpOpErr))?;
-        let total: u64 = pieces.iter().map(Piece::len).sum();
+        let mut s = Source::default();
+        let mut total = 0u64;
+        // One walk of the WQE, each piece stored as it comes.
+        for p in sendq::gather(wqe, start, end) {
+            let p = p.map_err(|_| Fault::Local(CqeSyndrome::LocalQpOpErr))?;
+            total += p.len();
+            match p {
+                Piece::Inline { start, end } => {
+                    *s.segs.push_slot() = Seg::Inline {
+                        at: s.inline.len(),
+                        len: end - start,
+                    };
+                    s.inline.extend_from_slice(&wqe[start..end]);
+                }
+                Piece::Data { len, lkey, addr } => {
+                    *s.segs.push_slot() = Seg::Data { lkey, addr, len };
+                }
+            }
+        }
         if total > req.max_msg {
             return Err(Fault::Local(CqeSyndrome::LocalLengthErr));
         }
-        let mut s = Source::default();
-        for p in pieces {
-            match p {
-                Piece::Inline { start, end } => {
-                    s.segs.push(Seg::Inline {
-                        at: s.inline.len(),
-                        len: end - start,
-                    });
-                    s.inline.extend_from_slice(&wqe[start..end]);
-                }
-                Piece::Data { len, lkey, addr } => s.segs.push(Seg::Data { lkey, addr, len }),
+        Ok((s, total))
+    }
+
+    /// Checks every data segment's key for the local read of its whole range, without
+    /// reading: the in-memory transport fails a WQE with a bad key before the responder
+    /// sees it, as the whole message is at hand at once.
+    pub fn check(&self, m: &Model, who: Accessor) -> Result<(), Fault> {
+        for seg in &self.segs {
+            if let Seg::Data { lkey, addr, len } = *seg {
+                mem::check(m, lkey, who, addr, len.into(), Access::LocalRead)
+                    .map_err(|_| Fault::Local(CqeSyndrome::LocalProtErr))?;
             }
         }
-        Ok((s, total))
+        Ok(())
     }
 
     /// Appends the message's bytes `lo .. hi` to `out`. False when a key no longer grants
