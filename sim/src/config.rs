@@ -188,6 +188,10 @@ pub struct Config {
     /// Linux reads before it writes that mode). True by default, so that the whole devlink
     /// `swp_l4_csum_mode` can be exercised; which ConnectX-5 firmware sets it is not public.
     pub swp_l4_csum_l4_only: bool,
+    /// Entries of the function's MSI-X table: the vectors an EQ may interrupt on. CREATE_EQ
+    /// refuses an `eqc.intr` of this or more (BAD_PARAM), where an EQ on a vector the table
+    /// lacks would never interrupt. 64 by default, as many as the vfio-user server's table.
+    pub msix_vectors: u16,
 }
 
 impl Config {
@@ -257,6 +261,7 @@ impl Default for Config {
             rc_transport: RcTransport::Fabric,
             timer_start: 0,
             swp_l4_csum_l4_only: true,
+            msix_vectors: 64,
         }
     }
 }

@@ -262,6 +262,8 @@ pub(crate) struct Model {
     pub uar_state: UarStates,
     /// Interrupts raised, by MSI-X vector, and those not yet handed to the host's sink.
     pub interrupts: Interrupts,
+    /// The function's MSI-X vectors ([`Config::msix_vectors`]).
+    pub msix_vectors: u16,
     /// Device DMA accesses that hit unmapped memory (a driver bug on real hardware).
     pub dma_faults: u64,
     /// The command log (bounded).
@@ -350,6 +352,7 @@ impl Model {
             driver_version: None,
             uar_state: UarStates::default(),
             interrupts: Interrupts::default(),
+            msix_vectors: config.msix_vectors,
             dma_faults: 0,
             records: CommandLog::default(),
             stats: DataStats::default(),

@@ -162,6 +162,8 @@ syndromes! {
     EQ_PAS_UNMAPPED = 0x5e07_0007;
     /// CREATE_EQ names an unknown UAR page (BAD_RES).
     EQ_UAR_UNKNOWN = 0x5e07_0008;
+    /// CREATE_EQ intr names an MSI-X vector the function does not have (BAD_PARAM).
+    EQ_BAD_INTR = 0x5e07_0009;
 
     // ---- 8: completion queues ----
     /// CREATE_CQ beyond 2^log_max_cq (LIM).

@@ -265,3 +265,30 @@ fn issi_and_teardown_parameters() {
     host.exec(&b, 16)
         .fails(BAD_PARAM, syn::TEARDOWN_BAD_PROFILE);
 }
+
+/// An EQ interrupts on a vector of the function's MSI-X table (`Config::msix_vectors`):
+/// CREATE_EQ refuses one past it, where before the EQ was made and its interrupts went to a
+/// vector nobody could receive.
+#[test]
+fn eqs_interrupt_on_the_functions_vectors() {
+    let host = Host::new(mlx5_sim::Config {
+        msix_vectors: 4,
+        ..mlx5_sim::Config::default()
+    });
+    host.bring_up();
+    let uar = host.alloc_uar();
+    for intr in [4, 0xfff] {
+        let ring = host.alloc(4096, 4096);
+        host.run::<cmd::CreateEq>(0, 8, 0, |i| {
+            let mut c = i.eq_context_entry_mut();
+            c.set_log_eq_size(4);
+            c.set_uar_page(uar);
+            c.set_intr(intr);
+            i.set_pas(0, ring.iova).unwrap();
+        })
+        .fails(BAD_PARAM, syn::EQ_BAD_INTR);
+    }
+    let (eqn, _ring) = host.create_eq(4, 0, uar, 3);
+    host.run::<cmd::DestroyEq>(0, 0, 0, |i| i.set_eq_number(eqn))
+        .ok();
+}

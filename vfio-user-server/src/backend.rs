@@ -30,9 +30,7 @@ use vfio_bindings::bindings::vfio::{
 };
 use vfio_user::{DmaMapFlags, DmaUnmapFlags, ServerBackend};
 
-/// MSI-X vectors of the function (a ConnectX-5 PF offers more; mlx5_core asks for one per CPU
-/// plus one).
-pub const MSIX_VECTORS: u16 = 64;
+pub use crate::model::MSIX_VECTORS;
 
 fn invalid(msg: impl Into<String>) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg.into())

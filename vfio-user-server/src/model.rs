@@ -7,6 +7,10 @@
 use mlx5_sim::{Config, Device, DmaBacking, DmaError, Mode};
 use std::sync::Arc;
 
+/// MSI-X vectors of the function (a ConnectX-5 PF offers more; mlx5_core asks for one per CPU
+/// plus one). The model is told, so that CREATE_EQ refuses a vector the table lacks.
+pub const MSIX_VECTORS: u16 = 64;
+
 /// Which of the model's Linux profiles the function runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Profile {
@@ -45,6 +49,7 @@ impl Model {
         let config = Config {
             mode: Mode::Threaded,
             dma: DmaBacking::External,
+            msix_vectors: MSIX_VECTORS,
             ..profile.config()
         };
         Model {

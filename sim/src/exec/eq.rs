@@ -41,6 +41,10 @@ pub(super) fn create(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         log_size <= cx.m.gen().log_max_eq_sz(),
         Fail::bad_param(s::EQ_BAD_SIZE),
     )?;
+    ensure(
+        ctx.intr() < cx.m.msix_vectors,
+        Fail::bad_param(s::EQ_BAD_INTR),
+    )?;
     let uar = ctx.uar_page();
     cx.m.uars.check(uar, s::EQ_UAR_UNKNOWN)?;
     let ring = PageList::new(
