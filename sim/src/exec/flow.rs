@@ -79,6 +79,11 @@ pub(crate) struct FlowTable {
     pub level: u8,
     pub log_size: u8,
     pub entries: BTreeMap<u32, Fte>,
+    /// Its groups' index ranges, first index to last: they never overlap, so a new range
+    /// overlaps one exactly when the range starting last at or before its end reaches it. A
+    /// scan of every group of every table made each CREATE_FLOW_GROUP cost as much as the
+    /// groups made before it (up to 2^20).
+    pub groups: BTreeMap<u32, u32>,
     /// Where frames that match no entry go (table_miss_action fwd); `None`: dropped.
     pub miss: Option<u32>,
 }
@@ -104,7 +109,6 @@ pub(crate) enum Dest {
 /// One flow table entry.
 #[derive(Debug, Clone)]
 pub(crate) struct Fte {
-    pub group: u32,
     pub action: u16,
     pub flow_tag: u32,
     pub dests: Vec<Dest>,
@@ -119,10 +123,14 @@ pub(crate) struct Fte {
 /// A table's entries are charged one by one (see [`Fte`]'s charge).
 impl Charged for FlowTable {}
 
+/// What a group's range costs in its table's map (see [`FTE_PLACE`]).
+const GROUP_PLACE: u64 = 3 * std::mem::size_of::<(u32, u32)>() as u64;
+
 impl Charged for FlowGroup {
-    /// The compiled criteria: a few bytes per mask byte the guest set, up to 448.
+    /// The compiled criteria (a few bytes per mask byte the guest set, up to 448) and its
+    /// range's place in its table's map.
     fn charged(&self) -> u64 {
-        self.compiled.kept()
+        GROUP_PLACE + self.compiled.kept()
     }
 }
 
@@ -221,6 +229,7 @@ pub(super) fn create_table(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         level,
         log_size: ctx.log_size(),
         entries: BTreeMap::new(),
+        groups: BTreeMap::new(),
         miss,
     };
     let id = flow
@@ -247,10 +256,11 @@ pub(super) fn create_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         start <= end && u64::from(end) < 1u64 << table.log_size,
         Fail::bad_param(s::FG_BAD_RANGE),
     )?;
-    let overlaps = flow
+    let overlaps = table
         .groups
-        .iter()
-        .any(|(_, g)| g.table == table_id && g.start <= end && start <= g.end);
+        .range(..=end)
+        .next_back()
+        .is_some_and(|(_, &last)| last >= start);
     ensure(!overlaps, Fail::bad_param(s::FG_OVERLAP))?;
     let criteria_enable = input.match_criteria_enable();
     ensure(
@@ -266,6 +276,7 @@ pub(super) fn create_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let id = flow
         .groups
         .insert_charged(group, MAX_GROUPS, &mut cx.m.storage)?;
+    flow.tables.get_mut(table_id)?.groups.insert(start, end);
     flow.tables.hold(table_id);
     let mut o = out::<cmd::CreateFlowGroup>(0);
     CreateFlowGroupOut::new_unchecked(&mut o[..]).set_group_id(id);
@@ -384,7 +395,6 @@ pub(super) fn set_entry(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let criteria = group.compiled.clone();
     let dests = destinations(cx, req.input, &fc, ty, level)?;
     let entry = Fte {
-        group: group_id,
         action,
         flow_tag: fc.flow_tag(),
         dests,
@@ -462,12 +472,12 @@ pub(super) fn destroy_group(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
         Ok(g) if g.table == table_id => g,
         _ => return Err(Fail::bad_res(s::FG_UNKNOWN)),
     };
-    let in_use = table
-        .entries
-        .iter()
-        .any(|(i, e)| e.group == group_id || (group.start..=group.end).contains(i));
+    // An entry lies in its group's range (SET_FTE), and ranges do not overlap.
+    let (start, end) = (group.start, group.end);
+    let in_use = table.entries.range(start..=end).next().is_some();
     ensure(!in_use, Fail::bad_param(s::FG_NOT_EMPTY))?;
     flow.groups.remove_charged(group_id, &mut cx.m.storage)?;
+    flow.tables.get_mut(table_id)?.groups.remove(&start);
     flow.tables.release(table_id);
     Ok(out::<cmd::DestroyFlowGroup>(0))
 }
@@ -488,9 +498,8 @@ pub(super) fn destroy_table(cx: &mut Ctx<'_>, req: &Req<'_>) -> Outcome {
     let id = input.table_id();
     let flow = &mut cx.m.flow;
     let table = table_of(flow, id, ty, s::FT_UNKNOWN)?;
-    let has_groups = flow.groups.iter().any(|(_, g)| g.table == id);
     ensure(
-        !has_groups && table.entries.is_empty(),
+        table.groups.is_empty() && table.entries.is_empty(),
         Fail::bad_param(s::FT_NOT_EMPTY),
     )?;
     let is_root = flow.roots.get(&ty) == Some(&id);
