@@ -14,6 +14,13 @@
 //! Only eventfds are taken ([`prepare_eventfd`]), made non-blocking; a write that finds the
 //! counter at its maximum (EAGAIN) leaves it non-zero, so the reader wakes anyway: the
 //! message coalesces with the ones already counted, as messages on one vector do.
+//!
+//! What this does not cover: O_NONBLOCK belongs to the open file, which the client shares,
+//! and an eventfd cannot be reopened with flags of the server's own (`/proc/self/fd` gives
+//! ENXIO for it). A client that clears the flag again and holds its counter at the maximum
+//! can make a signal wait, and with it this device's threads; it stalls only its own device
+//! (one client per server), as it could by never reading its eventfds. Writing from a
+//! thread of its own would keep the server answering, at a thread switch per interrupt.
 
 use std::fs::File;
 use std::io::{ErrorKind, Write};
