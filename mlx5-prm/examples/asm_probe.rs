@@ -63,7 +63,7 @@ pub fn probe_set_log_cq_size_mut(mut c: Cqc<&mut [u8; 64]>, v: u8) {
 }
 
 /// The CQ arm doorbell (`uar_page` word `cq_arm`, one 64-bit store) through the generated
-/// word builder, with the arguments `driver/src/cq.rs` passes.
+/// word builder, with the arguments `driver/src/cq/mod.rs` passes.
 #[no_mangle]
 pub fn probe_build_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {
     UarPageCqArmWord::new()
@@ -82,7 +82,7 @@ pub fn probe_hand_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {
     (u64::from(high) << 32) | u64::from(cqn & 0xff_ffff)
 }
 
-/// The hand composition `driver/src/cq.rs` used before it moved to the builder: the CQ number
+/// The hand composition `driver/src/cq/mod.rs` used before it moved to the builder: the CQ number
 /// left unmasked (the device hands out numbers below 2^24).
 #[no_mangle]
 pub fn probe_driver_cq_arm(sn: u8, cmd: CqArmCmd, ci: u32, cqn: u32) -> u64 {

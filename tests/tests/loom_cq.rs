@@ -1,5 +1,5 @@
 //! A loom model of the CQ owner-bit protocol between the device (`sim/src/datapath/cq.rs`,
-//! `write`) and the driver (`driver/src/cq.rs`: `Cursor::ready_word`, `Cq::publish`), with
+//! `write`) and the driver (`driver/src/cq/`: `Cursor::ready_word`, `Cq::publish`), with
 //! the orderings the code uses: the device writes a CQE's body, a release fence, then the
 //! dword holding opcode and owner; the driver loads that dword, checks the owner parity and
 //! the opcode, an acquire fence (`Barriers::from_device`), then reads the body; it hands the
