@@ -9,29 +9,27 @@
 //! masked, bus mastering off, or no eventfd yet) sets its pending bit, and is sent when that changes. Nothing is
 //! dropped.
 //!
-//! Vectors are signalled from the model's threads with the vectors' lock held, so a write
-//! that waited would stall every thread that takes the lock, the socket thread among them.
+//! Vectors are raised from the model's threads with the vectors' lock held, so a write that
+//! waited there would stall every thread that takes the lock, the socket thread among them.
 //! Only eventfds are taken ([`prepare_eventfd`]), made non-blocking; a write that finds the
 //! counter at its maximum (EAGAIN) leaves it non-zero, so the reader wakes anyway: the
-//! message coalesces with the ones already counted, as messages on one vector do.
-//!
-//! What this does not cover: O_NONBLOCK belongs to the open file, which the client shares,
-//! and an eventfd cannot be reopened with flags of the server's own (`/proc/self/fd` gives
-//! ENXIO for it). A client that clears the flag again and holds its counter at the maximum
-//! can make a signal wait, and with it this device's threads; it stalls only its own device
-//! (one client per server), as it could by never reading its eventfds. Writing from a
-//! thread of its own would keep the server answering, at a thread switch per interrupt.
+//! message coalesces with the ones already counted, as messages on one vector do. And the
+//! writes are made by a thread of their own (`signal.rs`), since O_NONBLOCK belongs to the
+//! open file, which the client shares and may clear again: then only that thread waits.
 
+mod signal;
+
+use signal::Signaller;
 use std::fs::File;
-use std::io::{ErrorKind, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// One vector.
 #[derive(Debug, Default)]
 struct Vector {
-    fd: Option<File>,
+    fd: Option<Arc<File>>,
     /// Masked by SET_IRQS MASK or by the table's vector control bit.
     masked: bool,
     pending: bool,
@@ -77,9 +75,10 @@ pub enum IrqError {
     },
 }
 
-/// Checks that `fd` is an eventfd and makes it non-blocking, so that signalling it can never
+/// Checks that `fd` is an eventfd and makes it non-blocking, so that signalling it does not
 /// wait: a pipe, a socket or a file could fill or block, and so could a blocking eventfd whose
-/// counter the client left at its maximum.
+/// counter the client left at its maximum. (A client may clear the flag again: the writes
+/// are made off the vectors' lock by a thread of their own for that.)
 ///
 /// The kernel names an eventfd's anonymous inode `anon_inode:[eventfd]` in `/proc/self/fd`;
 /// a file of that name somewhere reads back as an absolute path there, so the name cannot be
@@ -123,6 +122,8 @@ pub struct Msix {
     sent: Vec<AtomicU64>,
     /// Messages latched as pending per vector (sent later or still pending).
     latched: Vec<AtomicU64>,
+    /// Writes the eventfds.
+    signaller: Signaller,
 }
 
 impl std::fmt::Debug for Msix {
@@ -130,22 +131,6 @@ impl std::fmt::Debug for Msix {
         f.debug_struct("Msix")
             .field("vectors", &self.sent.len())
             .finish_non_exhaustive()
-    }
-}
-
-/// Signals an eventfd (adds 1 to its counter), never waiting: the descriptor was made
-/// non-blocking by [`prepare_eventfd`]. EAGAIN means the counter is at its maximum, so it is
-/// non-zero and the reader will wake: the message is delivered, coalesced with the ones
-/// counted before it. Any other failure only loses a message the client can no longer take.
-fn signal(fd: &File) -> bool {
-    let mut f = fd;
-    loop {
-        match f.write(&1u64.to_ne_bytes()) {
-            Ok(_) => return true,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => return false,
-        }
     }
 }
 
@@ -161,6 +146,7 @@ impl Msix {
             }),
             sent: (0..n).map(|_| AtomicU64::new(0)).collect(),
             latched: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            signaller: Signaller::new(),
         }
     }
 
@@ -190,7 +176,7 @@ impl Msix {
         let vec = &mut st.vectors[v];
         match (&vec.fd, vec.masked || fm) {
             (Some(fd), false) => {
-                signal(fd);
+                self.signaller.send(vector, fd);
                 self.sent[v].fetch_add(1, Ordering::Relaxed);
             }
             _ => {
@@ -209,7 +195,7 @@ impl Msix {
         for (i, vec) in st.vectors.iter_mut().enumerate() {
             if vec.pending && !vec.masked {
                 if let Some(fd) = &vec.fd {
-                    signal(fd);
+                    self.signaller.send(i as u16, fd);
                     vec.pending = false;
                     self.sent[i].fetch_add(1, Ordering::Relaxed);
                 }
@@ -261,7 +247,7 @@ impl Msix {
             IrqAction::Trigger if fds.is_empty() => range.for_each(|i| st.vectors[i].fd = None),
             IrqAction::Trigger => {
                 for (i, fd) in range.zip(fds) {
-                    st.vectors[i].fd = Some(fd);
+                    st.vectors[i].fd = Some(Arc::new(fd));
                 }
             }
         }
@@ -304,7 +290,14 @@ impl Msix {
         words
     }
 
-    /// Messages sent on each vector so far.
+    /// Waits up to `within` until every message sent so far is written to its eventfd (they
+    /// are written by a thread of their own); false if one still waits, which only a client
+    /// that cleared its eventfd's O_NONBLOCK and filled its counter can cause.
+    pub fn settle(&self, within: Duration) -> bool {
+        self.signaller.settle(within)
+    }
+
+    /// Messages sent on each vector so far (handed to the eventfds' writer).
     pub fn sent(&self) -> Vec<u64> {
         self.sent
             .iter()
