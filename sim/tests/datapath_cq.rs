@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::dp::{Node, Ring, Wqe};
+use common::dp::{Node, Ring};
+use common::rc_wqe::Wqe;
 use mlx5_prm::{CompEvent, CqError, CqeOpcode, EventType, SendOpcode};
 use std::time::Duration;
 

@@ -427,7 +427,8 @@ fn reset_returns_to_power_on_and_keeps_the_mappings() {
 
 #[test]
 fn a_wired_peer_s_sink_runs_outside_both_locks() {
-    use common::dp::{Node, Pair, Ring, Wqe};
+    use common::dp::{Node, Pair, Ring};
+    use common::rc_wqe::Wqe;
     let (na, nb) = (Node::inline(), Node::inline());
     let _wire = mlx5_sim::Wire::connect(na.dev(), nb.dev());
     let p = Pair::new(&na, &nb, (true, true, true), 7);

@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::dp::{on_roce, Node, Pair, Ring, Wqe};
+use common::dp::{on_roce, Node, Pair, Ring};
+use common::rc_wqe::Wqe;
 use mlx5_prm::{CqeOpcode, QpState, SendOpcode};
 
 const ALL_RIGHTS: (bool, bool, bool) = (true, true, true);

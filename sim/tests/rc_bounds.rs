@@ -11,7 +11,8 @@
 
 mod common;
 
-use common::dp::{Node, Pair, Ring, Wqe};
+use common::dp::{Node, Pair, Ring};
+use common::rc_wqe::Wqe;
 use common::Host;
 use mlx5_prm::{CqeOpcode, SendOpcode};
 use mlx5_sim::Wire;

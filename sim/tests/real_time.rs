@@ -8,8 +8,9 @@
 
 mod common;
 
-use common::dp::{publish, Node, Wqe};
+use common::dp::{publish, Node};
 use common::eth::{l2, Eth};
+use common::rc_wqe::Wqe;
 use common::{be32, Host};
 use mlx5_prm::rt::{Bytes as _, BytesMut as _, Command, View};
 use mlx5_prm::{

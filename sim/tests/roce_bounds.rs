@@ -9,7 +9,8 @@
 
 mod common;
 
-use common::dp::{on_roce, Node, Pair, Ring, Wqe};
+use common::dp::{on_roce, Node, Pair, Ring};
+use common::rc_wqe::Wqe;
 use mlx5_prm::{Cqe64, CqeOpcode, SendOpcode};
 use mlx5_sim::Wire;
 use std::time::{Duration, Instant};

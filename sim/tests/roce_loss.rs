@@ -6,7 +6,8 @@
 
 mod common;
 
-use common::dp::{on_roce, Node, Pair, Ring, Wqe};
+use common::dp::{on_roce, Node, Pair, Ring};
+use common::rc_wqe::Wqe;
 use mlx5_prm::{CqeOpcode, SendOpcode};
 use mlx5_sim::Wire;
 use std::time::{Duration, Instant};

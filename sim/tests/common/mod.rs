@@ -8,6 +8,7 @@ pub mod dp;
 pub mod eth;
 pub mod linux;
 pub mod linux_flow;
+pub mod rc_wqe;
 pub mod rx;
 pub mod tx;
 
