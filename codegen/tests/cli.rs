@@ -1,18 +1,8 @@
 //! The `prmc` binary: exit statuses and output streams as documented.
 
-use std::process::Command;
+mod run_prmc;
 
-fn prmc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_prmc"))
-        .args(args)
-        .output()
-        .expect("prmc runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use run_prmc::prmc;
 
 #[test]
 fn check_clean_spec_exits_0() {

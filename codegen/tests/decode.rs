@@ -5,7 +5,9 @@
 use prm_codegen::decode::cli::{self, Which};
 use prm_codegen::decode::{decode, hex, tree, Node, Options, Target};
 use prm_codegen::Compilation;
-use std::process::Command;
+mod run_prmc;
+
+use run_prmc::prmc_with_input;
 use std::sync::OnceLock;
 
 fn spec() -> &'static Compilation {
@@ -243,31 +245,9 @@ fn snapshots() {
     );
 }
 
-fn prmc(args: &[&str], stdin: &str) -> (i32, String, String) {
-    use std::io::Write as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_prmc"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("prmc runs");
-    // A usage error exits before reading its input: a closed pipe is not the test's failure.
-    match child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        r => r.unwrap(),
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn encode_then_decode_on_the_command_line() {
-    let (code, hex_out, err) = prmc(
+    let (code, hex_out, err) = prmc_with_input(
         &[
             "encode",
             "cqe64",
@@ -289,10 +269,10 @@ fn encode_then_decode_on_the_command_line() {
          00000000 00000000 00000000 000005ea\n\
          00000000 00000000 00000123 00000021\n"
     );
-    let (code, text, err) = prmc(&["decode", "cqe64", "--spec", "../spec"], &hex_out);
+    let (code, text, err) = prmc_with_input(&["decode", "cqe64", "--spec", "../spec"], &hex_out);
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("resp_send"), "{text}");
-    let (code, json, err) = prmc(
+    let (code, json, err) = prmc_with_input(
         &[
             "decode", "cqe64", "-", "--spec", "../spec", "--format", "json",
         ],
@@ -307,7 +287,7 @@ fn encode_then_decode_on_the_command_line() {
 #[test]
 fn errors_exit_1_with_a_location() {
     let s = ["--spec", "../spec"];
-    let dec = |stdin: &str| prmc(&["decode", "cqe64", s[0], s[1]], stdin);
+    let dec = |stdin: &str| prmc_with_input(&["decode", "cqe64", s[0], s[1]], stdin);
     let (code, _, err) = dec("00 01 02");
     assert_eq!(code, 1);
     assert!(err.contains("truncated") && err.contains("0x40"), "{err}");
@@ -326,7 +306,7 @@ fn errors_exit_1_with_a_location() {
     let (code, _, err) = dec("00000000  00 01  |..|\n00000010  00 |.|\n");
     assert_eq!(code, 1);
     assert!(err.contains("<stdin>:2:1:"), "{err}");
-    let enc = |a: &str| prmc(&["encode", "cqe64", s[0], s[1], a], "");
+    let enc = |a: &str| prmc_with_input(&["encode", "cqe64", s[0], s[1], a], "");
     let (code, _, err) = enc("opcod=2");
     assert_eq!(code, 1);
     assert!(
@@ -349,12 +329,13 @@ fn errors_exit_1_with_a_location() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let (code, _, err) = prmc(&["decode", "cqe65", "--spec", "../spec"], "");
+    let (code, _, err) = prmc_with_input(&["decode", "cqe65", "--spec", "../spec"], "");
     assert_eq!(code, 2);
     assert!(err.contains("did you mean `cqe64`"), "{err}");
-    let (code, _, err) = prmc(&["decode", "--command", "0x9999", "--spec", "../spec"], "");
+    let (code, _, err) =
+        prmc_with_input(&["decode", "--command", "0x9999", "--spec", "../spec"], "");
     assert_eq!(code, 2, "{err}");
-    let (code, _, _) = prmc(&["decode", "cqe64", "--format", "yaml"], "");
+    let (code, _, _) = prmc_with_input(&["decode", "cqe64", "--format", "yaml"], "");
     assert_eq!(code, 2);
 }
 
@@ -366,7 +347,7 @@ fn encode_edits_a_base_dump() {
         .unwrap();
     let f = dir.path().join("cqe.hexdump");
     std::fs::write(&f, CQE).unwrap();
-    let (code, out, err) = prmc(
+    let (code, out, err) = prmc_with_input(
         &[
             "encode",
             "cqe64",
@@ -398,9 +379,9 @@ fn works_on_an_imported_header() {
     let d = dir.to_str().unwrap();
     // The toy header holds one member the importer rejects on purpose (exit 1); the rest is
     // written.
-    let (_, _, err) = prmc(&["import", "tests/import/toy_ifc.h", "--out", d], "");
+    let (_, _, err) = prmc_with_input(&["import", "tests/import/toy_ifc.h", "--out", d], "");
     assert!(err.contains("imported"), "{err}");
-    let (code, out, err) = prmc(
+    let (code, out, err) = prmc_with_input(
         &[
             "encode",
             "toy_query_in",
@@ -421,7 +402,7 @@ fn works_on_an_imported_header() {
         out.starts_with("01000000 00000000 00000005 0000ab00\n00000f00 "),
         "{out}"
     );
-    let (code, json, err) = prmc(
+    let (code, json, err) = prmc_with_input(
         &["decode", "toy_query_in", "--spec", d, "--format", "json"],
         &out,
     );
@@ -435,7 +416,7 @@ fn works_on_an_imported_header() {
 
 #[test]
 fn unknown_member_is_a_usage_error() {
-    let (code, _, err) = prmc(
+    let (code, _, err) = prmc_with_input(
         &[
             "decode",
             "ppcnt_reg",
@@ -456,7 +437,7 @@ fn unknown_member_is_a_usage_error() {
 #[test]
 fn encode_a_command_fills_in_its_opcode() {
     // CREATE_CQ is 0x400 (spec/cq.yaml); opcode is create_cq_in's 0x00[31:16].
-    let (code, out, err) = prmc(
+    let (code, out, err) = prmc_with_input(
         &[
             "encode",
             "--spec",
@@ -469,7 +450,8 @@ fn encode_a_command_fills_in_its_opcode() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("04000001 00000000"), "{out}");
-    let (code, text, err) = prmc(&["decode", "--spec", "../spec", "--command", "0x400"], &out);
+    let (code, text, err) =
+        prmc_with_input(&["decode", "--spec", "../spec", "--command", "0x400"], &out);
     assert_eq!(code, 0, "{err}");
     assert!(text.starts_with("create_cq_in: 0x110 bytes"), "{text}");
 }
@@ -488,7 +470,7 @@ fn op_mod_picks_the_output_union_member_the_input_selected() {
         "--spec",
         "../spec",
     ];
-    let (code, out, err) = prmc(&[&args[..], &["--op-mod", "0x9"]].concat(), &zeros);
+    let (code, out, err) = prmc_with_input(&[&args[..], &["--op-mod", "0x9"]].concat(), &zeros);
     assert_eq!(code, 0, "{err}");
     assert!(
         out.contains("member roce_cap chosen by query_hca_cap_in.op_mod = 0x9 (--op-mod)"),
@@ -500,17 +482,17 @@ fn op_mod_picks_the_output_union_member_the_input_selected() {
         "only the picked member: {out}"
     );
     // Without it the output alone cannot say: every member, and how to pick one.
-    let (code, out, _) = prmc(&args, &zeros);
+    let (code, out, _) = prmc_with_input(&args, &zeros);
     assert_eq!(code, 0);
     assert!(out.contains("or --op-mod for a command's output"), "{out}");
     // A value wider than op_mod, or --op-mod without a command, is a usage error.
-    let (code, _, err) = prmc(&[&args[..], &["--op-mod", "0x10000"]].concat(), &zeros);
+    let (code, _, err) = prmc_with_input(&[&args[..], &["--op-mod", "0x10000"]].concat(), &zeros);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("does not fit query_hca_cap_in.op_mod (16 bits)"),
         "{err}"
     );
-    let (code, _, err) = prmc(&["decode", "cqe64", "--op-mod", "1"], "");
+    let (code, _, err) = prmc_with_input(&["decode", "cqe64", "--op-mod", "1"], "");
     assert_eq!(code, 2, "{err}");
 }
 
@@ -559,7 +541,7 @@ fn a_huge_trailing_array_decodes_its_first_elements() {
          {:08x}\n",
         0x110 + 8 * 5
     );
-    let (code, text, err) = prmc(
+    let (code, text, err) = prmc_with_input(
         &[
             "decode",
             "create_cq_in",
@@ -576,7 +558,7 @@ fn a_huge_trailing_array_decodes_its_first_elements() {
         "{text}"
     );
     assert!(text.contains("5 elements, the first 2 decoded"), "{text}");
-    let (code, text, err) = prmc(
+    let (code, text, err) = prmc_with_input(
         &[
             "decode",
             "create_cq_in",
@@ -589,7 +571,7 @@ fn a_huge_trailing_array_decodes_its_first_elements() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("pas[4]"), "{text}");
-    let (code, _, err) = prmc(
+    let (code, _, err) = prmc_with_input(
         &[
             "decode",
             "create_cq_in",

@@ -2,19 +2,9 @@
 //! specs and headers, headers through the importer, what `--check` prints when the generated
 //! code is out of date, and a reader that closes the pipe early.
 
-use std::process::Command;
+mod run_prmc;
 
-fn prmc(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_prmc"))
-        .args(args)
-        .output()
-        .expect("prmc runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use run_prmc::prmc;
 
 #[test]
 fn exit_statuses() {
@@ -209,7 +199,7 @@ fn gen_check_without_layout_changes_says_so() {
 
 #[test]
 fn a_reader_that_stops_early_is_no_panic() {
-    use std::process::Stdio;
+    use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_prmc"))
         .args(["diff", "tests/diff/old", "tests/diff/new"])
         .stdout(Stdio::piped())
