@@ -7,7 +7,8 @@
 mod common;
 
 use common::eth::id_at;
-use common::{Host, Reply};
+use common::flow::{create_group, destroy_group, destroy_table};
+use common::Host;
 use mlx5_prm::{cmd, FlowTableType};
 use mlx5_sim::syndrome as syn;
 use proptest::prelude::*;
@@ -22,30 +23,6 @@ fn create_table(host: &Host) -> u32 {
         i.flow_table_context_mut().set_log_size(LOG_SIZE);
     });
     id_at(&r.ok())
-}
-
-fn create_group(host: &Host, table: u32, start: u32, end: u32) -> Reply {
-    host.run::<cmd::CreateFlowGroup>(0, 0, 0, |i| {
-        i.set_table_type(FlowTableType::NicRx);
-        i.set_table_id(table);
-        i.set_start_flow_index(start);
-        i.set_end_flow_index(end);
-    })
-}
-
-fn destroy_group(host: &Host, table: u32, group: u32) -> Reply {
-    host.run::<cmd::DestroyFlowGroup>(0, 0, 0, |i| {
-        i.set_table_type(FlowTableType::NicRx);
-        i.set_table_id(table);
-        i.set_group_id(group);
-    })
-}
-
-fn destroy_table(host: &Host, table: u32) -> Reply {
-    host.run::<cmd::DestroyFlowTable>(0, 0, 0, |i| {
-        i.set_table_type(FlowTableType::NicRx);
-        i.set_table_id(table);
-    })
 }
 
 /// One step: create a group on table `table % 2` over `start ..= start + len`, or destroy
@@ -99,14 +76,14 @@ proptest! {
         }
         for (i, &table) in tables.iter().enumerate() {
             if alive.iter().any(|&(t, ..)| t == i) {
-                destroy_table(&host, table).fails(BAD_PARAM, syn::FT_NOT_EMPTY);
+                destroy_table(&host, FlowTableType::NicRx, table).fails(BAD_PARAM, syn::FT_NOT_EMPTY);
             }
         }
         for (table, _, _, id) in alive.drain(..) {
             destroy_group(&host, tables[table], id).ok();
         }
         for table in tables {
-            destroy_table(&host, table).ok();
+            destroy_table(&host, FlowTableType::NicRx, table).ok();
         }
     }
 }

@@ -6,6 +6,7 @@ mod common;
 
 use common::dp::Node;
 use common::eth::{id_at, Eth};
+use common::flow::{create_group, destroy_group, destroy_table};
 use common::{Host, Reply};
 use mlx5_prm::cmd;
 use mlx5_prm::{CqeOpcode, FlowDestinationType, FlowTableMissAction, FlowTableType};
@@ -23,21 +24,6 @@ fn delete_fte(host: &Host, ty: FlowTableType, table: u32, index: u32) -> Reply {
         i.set_table_type(ty);
         i.set_table_id(table);
         i.set_flow_index(index);
-    })
-}
-
-fn destroy_group(host: &Host, table: u32, group: u32) -> Reply {
-    host.run::<cmd::DestroyFlowGroup>(0, 0, 0, |i| {
-        i.set_table_type(FlowTableType::NicRx);
-        i.set_table_id(table);
-        i.set_group_id(group);
-    })
-}
-
-fn destroy_table(host: &Host, ty: FlowTableType, table: u32) -> Reply {
-    host.run::<cmd::DestroyFlowTable>(0, 0, 0, |i| {
-        i.set_table_type(ty);
-        i.set_table_id(table);
     })
 }
 
@@ -61,16 +47,6 @@ fn create_table(host: &Host, level: u8, miss: Option<u32>) -> u32 {
             })
             .ok(),
     )
-}
-
-/// A group over entries `start ..= end` of `table`, with no match criteria.
-fn create_group(host: &Host, table: u32, start: u32, end: u32) -> Reply {
-    host.run::<cmd::CreateFlowGroup>(0, 0, 0, |i| {
-        i.set_table_type(FlowTableType::NicRx);
-        i.set_table_id(table);
-        i.set_start_flow_index(start);
-        i.set_end_flow_index(end);
-    })
 }
 
 /// An entry at `index` of `table` (group `group`) that forwards to flow table `to`.

@@ -6,6 +6,7 @@
 
 pub mod dp;
 pub mod eth;
+pub mod flow;
 pub mod linux;
 pub mod linux_flow;
 pub mod rc_wqe;
