@@ -22,6 +22,9 @@ use mlx5_prm::{QpMtu, QpPmState};
 use mlx5_sim::{Config, Device};
 use std::time::Duration;
 
+#[path = "../common/qp_params.rs"]
+mod qp_params;
+
 /// Most firmware pages the driver lends in a run (16 MiB): a forged page count must stop
 /// here. 32 times what the model asks for at bring-up (128 pages), so only the run's request
 /// of 2^20 pages or a forged count reaches it. It was 16,384 pages (64 MiB): the model's
@@ -362,44 +365,7 @@ fn queries(hca: &Hca<Forge>, out: &mut Outcome) {
 
 /// Takes a QP to RTS, connected to `peer`.
 fn to_rts<'h>(qp: Qp<'h, Forge, Rst>, peer: u32, out: &mut Outcome) -> Option<Qp<'h, Forge, Rts>> {
-    let init = Rst2init {
-        pkey_index: 0,
-        vhca_port_num: 1,
-        rre: true,
-        rwe: true,
-        rae: true,
-        pm_state: QpPmState::Migrated,
-        counter_set_id: 0,
-    };
-    let (rmac_47_32, rmac_31_0) = rmac_fields([2, 0, 0, 0, 0, 1]);
-    let rtr = Init2rtr {
-        mtu: QpMtu::Mtu1k,
-        log_msg_max: 20,
-        remote_qpn: peer,
-        next_rcv_psn: 0,
-        log_rra_max: 2,
-        min_rnr_nak: 1,
-        rmac_47_32,
-        rmac_31_0,
-        rgid_rip: [0; 16],
-        src_addr_index: 0,
-        hop_limit: 64,
-        tclass: 0,
-        flow_label: 0,
-        udp_sport: 0xc000,
-        dscp: 0,
-        eth_prio: 0,
-        vhca_port_num: 1,
-        optional: Init2rtrOptional::default(),
-    };
-    let rts = Rtr2rts {
-        next_send_psn: 0,
-        retry_count: 7,
-        rnr_retry: 7,
-        log_sra_max: 2,
-        ack_timeout: 14,
-        optional: Rtr2rtsOptional::default(),
-    };
+    let (init, rtr, rts) = qp_params::params(peer);
     let qp = out.check("rst2init", qp.rst2init(init).map_err(|(e, _)| e))?;
     let qp = out.check("init2rtr", qp.init2rtr(rtr).map_err(|(e, _)| e))?;
     out.check("rtr2rts", qp.rtr2rts(rts).map_err(|(e, _)| e))

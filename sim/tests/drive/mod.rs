@@ -23,25 +23,15 @@ use mlx5_prm::{
     QcamReg,
 };
 use mlx5_sim::{Config, Device, DmaBacking, Timeouts};
-use std::alloc::{alloc, dealloc, Layout};
 use std::sync::Arc;
 
-/// Where guest RAM is mapped, and its size.
+#[path = "../support/guest_ram.rs"]
+mod guest_ram;
+
+use guest_ram::{GuestRam as Ram, RAM};
+
+/// Where guest RAM is mapped.
 pub const BASE: u64 = 0x10_0000;
-pub const RAM: usize = 1 << 20;
-/// Unmapped guard bytes on each side of guest RAM, filled with [`CANARY`].
-const GUARD: usize = 64 << 10;
-const CANARY: u8 = 0xa5;
-
-/// A guard's worth of canary bytes, to compare guards with.
-static CANARY_FILL: [u8; GUARD] = [CANARY; GUARD];
-
-/// True when every byte of `b` is [`CANARY`]. Compared a block at a time (one `memcmp` each):
-/// a byte loop costs a traced comparison per byte in a fuzz build, which made these checks
-/// half of each run.
-pub fn is_canary(b: &[u8]) -> bool {
-    b.chunks(GUARD).all(|c| c == &CANARY_FILL[..c.len()])
-}
 /// The harness's own command queue and mailboxes in guest RAM (the program may overwrite them
 /// like any other memory).
 const CMDQ: u64 = BASE;
@@ -108,63 +98,9 @@ fn xor(bytes: &[u8]) -> u8 {
     bytes.iter().fold(0, |a, b| a ^ b)
 }
 
-/// Guest RAM between two guard areas; only the middle is mapped. One per thread, reused by
-/// every program the thread runs (cleared in between): allocating and filling it per program
-/// was most of a short program's time.
-pub struct Ram {
-    ptr: *mut u8,
-}
-
+// This thread's guest RAM, reused by every program the thread runs (cleared in between).
 thread_local! {
     static RAM_OF_THREAD: Ram = Ram::new();
-}
-
-impl Ram {
-    fn new() -> Ram {
-        let layout = Ram::layout();
-        // SAFETY: non-zero size.
-        let ptr = unsafe { alloc(layout) };
-        assert!(!ptr.is_null());
-        Ram { ptr }
-    }
-
-    fn layout() -> Layout {
-        Layout::from_size_align(RAM + 2 * GUARD, 4096).unwrap()
-    }
-
-    /// Guards full of canaries, guest RAM zeroed; nothing may be mapped.
-    fn clear(&self) {
-        // SAFETY: inside the allocation, which no device maps now.
-        unsafe {
-            std::ptr::write_bytes(self.ptr, CANARY, GUARD);
-            std::ptr::write_bytes(self.ptr.add(GUARD), 0, RAM);
-            std::ptr::write_bytes(self.ptr.add(GUARD + RAM), CANARY, GUARD);
-        }
-    }
-
-    fn mapped(&self) -> *mut u8 {
-        // SAFETY: GUARD < size.
-        unsafe { self.ptr.add(GUARD) }
-    }
-
-    fn guards_intact(&self) -> bool {
-        // SAFETY: the guards are inside the allocation and never mapped for a device, and
-        // the device works only in this thread (inline mode): nothing writes them meanwhile.
-        let (low, high) = unsafe {
-            (
-                std::slice::from_raw_parts(self.ptr, GUARD),
-                std::slice::from_raw_parts(self.ptr.add(GUARD + RAM), GUARD),
-            )
-        };
-        is_canary(low) && is_canary(high)
-    }
-}
-
-impl Drop for Ram {
-    fn drop(&mut self) {
-        // SAFETY: allocated with this layout in `new`.
-        unsafe { dealloc(self.ptr, Ram::layout()) };
-    }
 }
 
 /// One device over guest RAM.

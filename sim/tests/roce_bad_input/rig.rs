@@ -4,35 +4,27 @@
 //! CREATE_QP, which the common harness's `Node::qp` has no way to do), memory keys, and a
 //! link that keeps every frame the device sends.
 //!
-//! Guest RAM sits between two guard areas that are never mapped and hold canary bytes (as in
-//! `sim/tests/drive`): a DMA write outside guest RAM shows as a changed canary. The RAM is
-//! one per thread and reused, cleared for each rig, so a fuzz input does not pay for a fresh
-//! allocation.
+//! Guest RAM sits between two guard areas holding canary bytes (`sim/tests/support/guest_ram.rs`,
+//! shared with `sim/tests/drive`): a DMA write outside guest RAM shows as a changed canary.
+//! The RAM is one per thread and reused, cleared for each rig, so a fuzz input does not pay
+//! for a fresh allocation.
 
 #![allow(dead_code)]
 
 use mlx5_prm::rt::{Command, View};
 use mlx5_prm::{cmd, CmdIfBox, CmdQueueEntry};
 use mlx5_sim::{Config, Device, DmaBacking, Link, RcTransport};
-use std::alloc::{alloc, dealloc, Layout};
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 
-/// Where guest RAM is mapped, and its size.
+#[path = "../support/guest_ram.rs"]
+mod guest_ram;
+
+use guest_ram::GuestRam as Ram;
+pub use guest_ram::{is_canary, CANARY, RAM};
+
+/// Where guest RAM is mapped.
 pub const BASE: u64 = 0x10_0000;
-pub const RAM: usize = 1 << 20;
-const GUARD: usize = 64 << 10;
-pub const CANARY: u8 = 0xa5;
-
-/// A guard's worth of canary bytes, to compare guards with.
-static CANARY_FILL: [u8; GUARD] = [CANARY; GUARD];
-
-/// True when every byte of `b` is [`CANARY`]. Compared a block at a time (one `memcmp` each):
-/// a byte loop costs a traced comparison per byte in a fuzz build, which made these checks
-/// half of each run.
-pub fn is_canary(b: &[u8]) -> bool {
-    b.chunks(GUARD).all(|c| c == &CANARY_FILL[..c.len()])
-}
 const CMDQ: u64 = BASE;
 const IN_BOXES: u64 = BASE + 0x1000;
 const OUT_BOXES: u64 = BASE + 0x3000;
@@ -40,51 +32,8 @@ const BOXES: usize = 8;
 /// Where the bump allocator starts.
 const HEAP: u64 = BASE + 0x8000;
 
-/// Guest RAM between its guards.
-struct Ram {
-    ptr: *mut u8,
-}
-
 thread_local! {
     static RAM_OF_THREAD: Ram = Ram::new();
-}
-
-impl Ram {
-    fn new() -> Ram {
-        // SAFETY: non-zero size.
-        let ptr = unsafe { alloc(Ram::layout()) };
-        assert!(!ptr.is_null());
-        Ram { ptr }
-    }
-    fn layout() -> Layout {
-        Layout::from_size_align(RAM + 2 * GUARD, 4096).unwrap()
-    }
-    fn clear(&self) {
-        // SAFETY: inside the allocation, which no device maps now.
-        unsafe {
-            std::ptr::write_bytes(self.ptr, CANARY, GUARD);
-            std::ptr::write_bytes(self.ptr.add(GUARD), 0, RAM);
-            std::ptr::write_bytes(self.ptr.add(GUARD + RAM), CANARY, GUARD);
-        }
-    }
-    fn guards_intact(&self) -> bool {
-        // SAFETY: the guards are inside the allocation and never mapped; the device runs
-        // inline on this thread, so nothing writes them meanwhile.
-        let (low, high) = unsafe {
-            (
-                std::slice::from_raw_parts(self.ptr, GUARD),
-                std::slice::from_raw_parts(self.ptr.add(GUARD + RAM), GUARD),
-            )
-        };
-        is_canary(low) && is_canary(high)
-    }
-}
-
-impl Drop for Ram {
-    fn drop(&mut self) {
-        // SAFETY: allocated with this layout in `new`.
-        unsafe { dealloc(self.ptr, Ram::layout()) };
-    }
 }
 
 /// A link keeping the frames the device sends.
@@ -155,7 +104,7 @@ impl Rig {
         });
         ram.clear();
         // SAFETY: the Ram is the thread's and outlives the rig, which unmaps it when dropped.
-        unsafe { dev.map_dma(BASE, ram.ptr.add(GUARD), RAM) }.unwrap();
+        unsafe { dev.map_dma(BASE, ram.mapped(), RAM) }.unwrap();
         dev.write32(0x10, (CMDQ >> 32) as u32);
         dev.write32(0x14, CMDQ as u32);
         let tap = Arc::new(Tap::default());

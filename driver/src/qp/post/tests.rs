@@ -15,6 +15,9 @@ use crate::HcaConfig;
 use mlx5_prm::rt::Bytes;
 use mlx5_prm::{QpMtu, QpPmState, WqeAtomicSeg, WqeCtrlSeg, WqeInlineSeg, WqeRaddrSeg};
 
+#[path = "../../../tests/common/qp_params.rs"]
+mod qp_params;
+
 pub(crate) const ALL: Access = Access {
     local_write: true,
     remote_read: true,
@@ -31,46 +34,9 @@ pub(crate) fn rts<'h, B: Backend>(hca: &'h Hca<B>, cq: &Cq<'h, B>, log_sq: u8) -
     };
     let qp = Qp::create(hca, cq, cq, &config).unwrap();
     let qpn = qp.qpn();
-    let init = Rst2init {
-        pkey_index: 0,
-        vhca_port_num: 1,
-        rre: true,
-        rwe: true,
-        rae: true,
-        pm_state: QpPmState::Migrated,
-        counter_set_id: 0,
-    };
+    let (init, rtr, rts) = qp_params::params(qpn);
     let qp = qp.rst2init(init).map_err(|(e, _)| e).unwrap();
-    let (rmac_47_32, rmac_31_0) = rmac_fields([2, 0, 0, 0, 0, 1]);
-    let rtr = Init2rtr {
-        mtu: QpMtu::Mtu1k,
-        log_msg_max: 20,
-        remote_qpn: qpn,
-        next_rcv_psn: 0,
-        log_rra_max: 2,
-        min_rnr_nak: 1,
-        rmac_47_32,
-        rmac_31_0,
-        rgid_rip: [0; 16],
-        src_addr_index: 0,
-        hop_limit: 64,
-        tclass: 0,
-        flow_label: 0,
-        udp_sport: 0xc000,
-        dscp: 0,
-        eth_prio: 0,
-        vhca_port_num: 1,
-        optional: Init2rtrOptional::default(),
-    };
     let qp = qp.init2rtr(rtr).map_err(|(e, _)| e).unwrap();
-    let rts = Rtr2rts {
-        next_send_psn: 0,
-        retry_count: 7,
-        rnr_retry: 7,
-        log_sra_max: 2,
-        ack_timeout: 14,
-        optional: Rtr2rtsOptional::default(),
-    };
     qp.rtr2rts(rts).map_err(|(e, _)| e).unwrap()
 }
 
