@@ -1,12 +1,14 @@
-//! Object contexts ask only for what the capabilities offer: a QP's receive WQE stride within
-//! max_wqe_sz_rq, and CQE compression or a collapsed CQ (which the model does not write) only
-//! where a capability offers them. Anything else is BAD_PARAM with the check's syndrome.
+//! Object contexts ask only for what the capabilities offer: a QP's or an RQ's receive WQE
+//! stride within max_wqe_sz_rq, a striding RQ only with striding_rq, and CQE compression or a
+//! collapsed CQ (which the model does not write) only where a capability offers them.
+//! Anything else is BAD_PARAM with the check's syndrome.
 
 mod common;
 
 use common::Host;
 use mlx5_prm::cmd;
-use mlx5_prm::{QpPmState, QpRqType, QpServiceType, QueryQpOut};
+use mlx5_prm::rt::{BytesMut, Command};
+use mlx5_prm::{QpPmState, QpRqType, QpServiceType, QueryQpOut, RqMemType, RqState, WqType};
 use mlx5_sim::{syndrome as syn, Caps, Config};
 
 const BAD_PARAM: u8 = 0x3;
@@ -129,4 +131,40 @@ fn cqe_compression_and_collapsed_cqs_only_where_offered() {
     });
     create_cq(&r, true, false).ok();
     create_cq(&r, false, true).fails(BAD_PARAM, syn::CQ_COLLAPSED_UNSUPPORTED);
+}
+
+/// CREATE_RQ: a striding RQ only with the striding_rq capability (off in every profile), and
+/// a stride no larger than max_wqe_sz_rq (512 bytes).
+#[test]
+fn rq_type_and_stride_within_the_capabilities() {
+    let r = rig(Config::default());
+    let (host, pd, cqn) = (&r.host, r.pd, r.cqn);
+    let ring = host.alloc(4096, 4096);
+    let dbr = host.alloc(64, 64);
+    let rq = |ty: WqType, log_stride: u8| {
+        let mut buf = vec![0u8; 0x118];
+        let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
+        let mut c = i.ctx_mut();
+        c.set_state(RqState::Rst);
+        c.set_mem_rq_type(RqMemType::MemoryRqInline);
+        c.set_cqn(cqn);
+        let mut w = c.wq_mut();
+        w.set_wq_type(ty);
+        w.set_log_wq_stride(log_stride);
+        // One page whatever the stride.
+        w.set_log_wq_sz(12 - log_stride.min(12));
+        w.set_pd(pd);
+        w.set_dbr_addr(dbr.iova);
+        // The page list trails the input: one page.
+        buf.write_be64(0x110, ring.iova);
+        host.exec(&buf, 16)
+    };
+    assert!(!host.dev.config().caps.general_cur.striding_rq());
+    rq(WqType::CyclicStridingRq, 6).fails(0x3, syn::RQ_STRIDING_UNSUPPORTED);
+    assert_eq!(host.dev.config().caps.general_cur.max_wqe_sz_rq(), 512);
+    rq(WqType::Cyclic, 10).fails(0x3, syn::RQ_STRIDE_TOO_LARGE);
+    rq(WqType::Cyclic, 15).fails(0x3, syn::RQ_STRIDE_TOO_LARGE);
+    rq(WqType::Cyclic, 9).ok();
+    rq(WqType::Cyclic, 4).ok();
+    rq(WqType::Cyclic, 3).fails(0x3, syn::RQ_BAD_WQ);
 }
