@@ -9,8 +9,7 @@ mod common;
 
 use common::{frame, MAC_A};
 use mlx5_driver::backend::sim::SimBackend;
-use mlx5_driver::backend::Backend;
-use mlx5_driver::backend::HostBarriers;
+use mlx5_driver::backend::{HostBarriers, WithBarriers};
 use mlx5_driver::eth::{EthConfig, EthQueues, Pool};
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_prm::rt::Bytes;
@@ -18,23 +17,7 @@ use mlx5_sim::{Config, Mode};
 use std::time::{Duration, Instant};
 
 /// The model's backend with the host's barriers.
-struct Hardware(SimBackend);
-
-impl Backend for Hardware {
-    type Mmio = <SimBackend as Backend>::Mmio;
-    type Dma = <SimBackend as Backend>::Dma;
-    type Events = <SimBackend as Backend>::Events;
-    type Barriers = HostBarriers;
-    fn mmio(&self) -> &Self::Mmio {
-        self.0.mmio()
-    }
-    fn dma(&self) -> &Self::Dma {
-        self.0.dma()
-    }
-    fn events(&self) -> &Self::Events {
-        self.0.events()
-    }
-}
+type Hardware = WithBarriers<SimBackend, HostBarriers>;
 
 /// Receive WQEs posted: at most this many frames are in flight.
 const RQ_SIZE: u32 = 128;
@@ -44,7 +27,7 @@ fn loopback(mode: Mode) {
         mode,
         ..Config::default()
     });
-    let hca = Hca::bring_up(Hardware(be), &HcaConfig::default()).unwrap();
+    let hca = Hca::bring_up(Hardware::new(be), &HcaConfig::default()).unwrap();
     dev.loopback(true);
     let pool = Pool::new(&hca, 512, 2048).unwrap();
     let config = EthConfig {

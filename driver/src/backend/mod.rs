@@ -15,10 +15,12 @@ pub mod forge;
 pub mod sim;
 #[cfg(all(feature = "vfio", target_os = "linux"))]
 pub mod vfio;
+mod with_barriers;
 
 pub use any::AnyBackend;
 pub use barrier::{Barriers, HostBarriers, ModelBarriers, SeqCstBarriers};
 pub use deferred::Deferred;
+pub use with_barriers::WithBarriers;
 
 use crate::error::Result;
 use mlx5_prm::rt::DeviceBytes;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::backend::sim::SimBackend;
-use crate::backend::SeqCstBarriers;
+use crate::backend::{SeqCstBarriers, WithBarriers};
 use crate::HcaConfig;
 use mlx5_prm::rt::{Bytes, BytesMut};
 use proptest::prelude::*;
@@ -91,30 +91,14 @@ impl Barriers for Feeding {
 }
 
 /// The model, its barriers those of [`Feeding`].
-struct FeedingBackend(SimBackend);
-
-impl Backend for FeedingBackend {
-    type Mmio = <SimBackend as Backend>::Mmio;
-    type Dma = <SimBackend as Backend>::Dma;
-    type Events = <SimBackend as Backend>::Events;
-    type Barriers = Feeding;
-    fn mmio(&self) -> &Self::Mmio {
-        self.0.mmio()
-    }
-    fn dma(&self) -> &Self::Dma {
-        self.0.dma()
-    }
-    fn events(&self) -> &Self::Events {
-        self.0.events()
-    }
-}
+type FeedingBackend = WithBarriers<SimBackend, Feeding>;
 
 /// A device that keeps handing over CQEs cannot keep one poll going: each call, plain or
 /// timestamped, reads at most the ring's capacity, however large `max`.
 #[test]
 fn one_poll_reads_at_most_the_ring() {
     let (be, _dev) = SimBackend::new(mlx5_sim::Config::default());
-    let hca = Hca::bring_up(FeedingBackend(be), &HcaConfig::default()).unwrap();
+    let hca = Hca::bring_up(FeedingBackend::new(be), &HcaConfig::default()).unwrap();
     let log_size = 3;
     let mut cq = Cq::create(&hca, log_size).unwrap();
     let entries = cq.capacity();
