@@ -5,10 +5,10 @@
 
 mod common;
 
+use common::wq::Wq;
 use common::Host;
 use mlx5_prm::cmd;
-use mlx5_prm::rt::{BytesMut, Command};
-use mlx5_prm::{QpPmState, QpRqType, QpServiceType, QueryQpOut, RqMemType, RqState, WqType};
+use mlx5_prm::{QpPmState, QpRqType, QpServiceType, QueryQpOut, WqType};
 use mlx5_sim::{syndrome as syn, Caps, Config};
 
 const BAD_PARAM: u8 = 0x3;
@@ -139,24 +139,20 @@ fn cqe_compression_and_collapsed_cqs_only_where_offered() {
 fn rq_type_and_stride_within_the_capabilities() {
     let r = rig(Config::default());
     let (host, pd, cqn) = (&r.host, r.pd, r.cqn);
-    let ring = host.alloc(4096, 4096);
-    let dbr = host.alloc(64, 64);
+    let wq = Wq {
+        cqn,
+        pd,
+        dbr: host.alloc(64, 64).iova,
+        ring: host.alloc(4096, 4096).iova,
+    };
     let rq = |ty: WqType, log_stride: u8| {
-        let mut buf = vec![0u8; 0x118];
-        let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
-        let mut c = i.ctx_mut();
-        c.set_state(RqState::Rst);
-        c.set_mem_rq_type(RqMemType::MemoryRqInline);
-        c.set_cqn(cqn);
-        let mut w = c.wq_mut();
-        w.set_wq_type(ty);
-        w.set_log_wq_stride(log_stride);
-        // One page whatever the stride.
-        w.set_log_wq_sz(12 - log_stride.min(12));
-        w.set_pd(pd);
-        w.set_dbr_addr(dbr.iova);
-        // The page list trails the input: one page.
-        buf.write_be64(0x110, ring.iova);
+        let buf = wq.create_rq(|c| {
+            let mut w = c.wq_mut();
+            w.set_wq_type(ty);
+            w.set_log_wq_stride(log_stride);
+            // One page whatever the stride.
+            w.set_log_wq_sz(12 - log_stride.min(12));
+        });
         host.exec(&buf, 16)
     };
     assert!(!host.dev.config().caps.general_cur.striding_rq());

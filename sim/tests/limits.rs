@@ -7,10 +7,11 @@ mod common;
 
 use common::dp::Node;
 use common::eth::Eth;
+use common::wq::Wq;
 use common::Host;
 use mlx5_prm::cmd;
-use mlx5_prm::rt::{BytesMut, Command};
-use mlx5_prm::{FlowTableType, RqMemType, RqState, WqType};
+use mlx5_prm::rt::BytesMut;
+use mlx5_prm::{FlowTableType, RqState};
 use mlx5_sim::syndrome as syn;
 use mlx5_sim::{Link, COMMAND_LOG, STORAGE_BUDGET};
 use std::sync::{Arc, Condvar, Mutex};
@@ -187,21 +188,9 @@ fn create_cq(host: &Host, eqn: u8, uar: u32, page: u64, dbr: u64) -> common::Rep
 
 /// CREATE_RQ of 64 WQEs of 64 bytes (one page) completing into `cqn`.
 fn create_rq(host: &Host, cqn: u32, pd: u32, dbr: u64) -> u32 {
-    let ring = host.alloc(4096, 4096);
-    let mut buf = vec![0u8; 0x118];
-    let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
-    let mut c = i.ctx_mut();
-    c.set_state(RqState::Rst);
-    c.set_mem_rq_type(RqMemType::MemoryRqInline);
-    c.set_cqn(cqn);
-    let mut w = c.wq_mut();
-    w.set_wq_type(WqType::Cyclic);
-    w.set_log_wq_stride(6);
-    w.set_log_wq_sz(6);
-    w.set_pd(pd);
-    w.set_dbr_addr(dbr);
-    buf.write_be64(0x110, ring.iova);
-    common::eth::id_at(&host.exec(&buf, 16).ok())
+    let ring = host.alloc(4096, 4096).iova;
+    let wq = Wq { cqn, pd, dbr, ring };
+    common::eth::id_at(&host.exec(&wq.create_rq(|_| {}), 16).ok())
 }
 
 /// CREATE_RQT of `n` entries, all `rqn`.

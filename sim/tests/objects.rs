@@ -4,13 +4,14 @@
 
 mod common;
 
+use common::wq::Wq;
 use common::Host;
 use mlx5_prm::cmd;
-use mlx5_prm::rt::{BytesMut, Command};
+use mlx5_prm::rt::BytesMut;
 use mlx5_prm::{
     FlowDestinationType, FlowTableType, PmtuReg, PtysReg, QpMtu, QpPmState, QpRqType,
     QpServiceType, QpState, QueryMkeyOut, QueryNicVportContextOut, QueryQpOut, QueryVportStateOut,
-    RqMemType, RqState, SqState, TircDispType, VportOperState, WqType,
+    RqState, SqState, TircDispType, VportOperState,
 };
 use mlx5_sim::syndrome as syn;
 
@@ -250,10 +251,6 @@ fn mkeys() {
 }
 
 /// Writes the wq's first page address (the page list trails the create input).
-fn set_wq_page(buf: &mut [u8], iova: u64) {
-    buf.write_be64(0x110, iova);
-}
-
 #[test]
 fn ethernet_path_objects_and_flow_steering() {
     let host = Host::inline();
@@ -273,22 +270,17 @@ fn ethernet_path_objects_and_flow_steering() {
     let ring = dma.alloc(4096, 4096).unwrap();
     let dbr = dma.alloc(64, 64).unwrap();
     let sq = |state: SqState| {
-        let mut buf = vec![0u8; 0x118];
-        let mut i = cmd::CreateSq::input(&mut buf[..], 0).unwrap();
-        let mut c = i.ctx_mut();
-        c.set_state(state);
-        c.set_cqn(cqn);
-        c.set_tis_lst_sz(1);
-        c.set_tis_num_0(tisn);
-        let mut w = c.wq_mut();
-        w.set_wq_type(WqType::Cyclic);
-        w.set_log_wq_stride(6);
-        w.set_log_wq_sz(6);
-        w.set_pd(pd);
-        w.set_uar_page(uar);
-        w.set_dbr_addr(dbr.iova + 4);
-        set_wq_page(&mut buf, ring.iova);
-        buf
+        let wq = Wq {
+            cqn,
+            pd,
+            dbr: dbr.iova + 4,
+            ring: ring.iova,
+        };
+        wq.create_sq(uar, |c| {
+            c.set_state(state);
+            c.set_tis_lst_sz(1);
+            c.set_tis_num_0(tisn);
+        })
     };
     host.exec(&sq(SqState::Rdy), 16)
         .fails(0x3, syn::SQ_CREATE_NOT_RST);
@@ -310,20 +302,13 @@ fn ethernet_path_objects_and_flow_steering() {
         .fails(0x6, syn::TIS_BUSY);
 
     let rq_ring = dma.alloc(4096, 4096).unwrap();
-    let mut buf = vec![0u8; 0x118];
-    let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
-    let mut c = i.ctx_mut();
-    c.set_state(RqState::Rst);
-    c.set_mem_rq_type(RqMemType::MemoryRqInline);
-    c.set_cqn(cqn);
-    let mut w = c.wq_mut();
-    w.set_wq_type(WqType::Cyclic);
-    w.set_log_wq_stride(6);
-    w.set_log_wq_sz(6);
-    w.set_pd(pd);
-    w.set_dbr_addr(dbr.iova);
-    set_wq_page(&mut buf, rq_ring.iova);
-    let rqn = id_at(&host.exec(&buf, 16).ok());
+    let wq = Wq {
+        cqn,
+        pd,
+        dbr: dbr.iova,
+        ring: rq_ring.iova,
+    };
+    let rqn = id_at(&host.exec(&wq.create_rq(|_| {}), 16).ok());
     host.run::<cmd::ModifyRq>(0, 0, 0, |i| {
         i.set_rqn(rqn);
         i.set_rq_state(RqState::Rst);

@@ -11,12 +11,12 @@ mod common;
 use common::dp::{publish, Node};
 use common::eth::{l2, Eth};
 use common::rc_wqe::Wqe;
+use common::wq::Wq;
 use common::{be32, Host};
-use mlx5_prm::rt::{Bytes as _, BytesMut as _, Command, View};
+use mlx5_prm::rt::{Bytes as _, Command, View};
 use mlx5_prm::{
     cmd, AccessRegisterId, CmdStatus, CqeOpcode, HcaTsFormatCap, MtutcOperation, MtutcReg, QpMtu,
-    QpPmState, QpRqType, QpServiceType, RqMemType, RqState, SendOpcode, SqState, TircDispType,
-    TsFormat, WqType,
+    QpPmState, QpRqType, QpServiceType, RqState, SendOpcode, SqState, TircDispType, TsFormat,
 };
 use mlx5_sim::{syndrome as syn, Config};
 
@@ -68,43 +68,29 @@ fn rt_ns(ts: u64) -> u64 {
 /// CREATE_SQ on CQ `cqn` of node `n`, without a TIS, asking for `ts` (raw): the reply, the
 /// ring and the doorbell record.
 fn create_sq(n: &Node, cqn: u32, ts: u8) -> (common::Reply, u64, u64) {
-    let (ring, dbr) = (n.alloc(4096), n.alloc(64));
-    let mut buf = vec![0u8; 0x118];
-    let mut i = cmd::CreateSq::input(&mut buf[..], 0).unwrap();
-    let mut c = i.ctx_mut();
-    c.set_state(SqState::Rst);
-    c.set_cqn(cqn);
-    c.set_flush_in_error_en(true);
-    c.set_ts_format_raw(ts);
-    let mut w = c.wq_mut();
-    w.set_wq_type(WqType::Cyclic);
-    w.set_log_wq_stride(6);
-    w.set_log_wq_sz(6);
-    w.set_pd(n.pd);
-    w.set_uar_page(n.uar);
-    w.set_dbr_addr(dbr.iova);
-    buf.write_be64(0x110, ring.iova);
-    (n.host.exec(&buf, 16), ring.iova, dbr.iova)
+    let wq = wq_on(n, cqn);
+    let buf = wq.create_sq(n.uar, |c| {
+        c.set_flush_in_error_en(true);
+        c.set_ts_format_raw(ts);
+    });
+    (n.host.exec(&buf, 16), wq.ring, wq.dbr)
 }
 
 /// CREATE_RQ on CQ `cqn` of node `n` asking for `ts` (raw).
 fn create_rq(n: &Node, cqn: u32, ts: u8) -> (common::Reply, u64, u64) {
-    let (ring, dbr) = (n.alloc(4096), n.alloc(64));
-    let mut buf = vec![0u8; 0x118];
-    let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
-    let mut c = i.ctx_mut();
-    c.set_state(RqState::Rst);
-    c.set_mem_rq_type(RqMemType::MemoryRqInline);
-    c.set_cqn(cqn);
-    c.set_ts_format_raw(ts);
-    let mut w = c.wq_mut();
-    w.set_wq_type(WqType::Cyclic);
-    w.set_log_wq_stride(6);
-    w.set_log_wq_sz(6);
-    w.set_pd(n.pd);
-    w.set_dbr_addr(dbr.iova);
-    buf.write_be64(0x110, ring.iova);
-    (n.host.exec(&buf, 16), ring.iova, dbr.iova)
+    let wq = wq_on(n, cqn);
+    let buf = wq.create_rq(|c| c.set_ts_format_raw(ts));
+    (n.host.exec(&buf, 16), wq.ring, wq.dbr)
+}
+
+/// A work queue on CQ `cqn` of node `n`, with a new ring page and doorbell record.
+fn wq_on(n: &Node, cqn: u32) -> Wq {
+    Wq {
+        cqn,
+        pd: n.pd,
+        dbr: n.alloc(64).iova,
+        ring: n.alloc(4096).iova,
+    }
 }
 
 /// Points `e`'s send and receive paths at a new SQ and RQ in format `ts`, the RQ reached

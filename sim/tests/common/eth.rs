@@ -2,11 +2,12 @@
 //! flow table steering destination MACs to the TIR.
 
 use super::dp::{Cq, Node};
+use super::wq::Wq;
 use mlx5_prm::cmd;
-use mlx5_prm::rt::{Bytes, BytesMut, Command};
+use mlx5_prm::rt::Bytes;
 use mlx5_prm::{
-    FlowDestinationType, FlowTableType, RqMemType, RqState, SendOpcode, SqState, TircDispType,
-    WqType, WqeCtrlSeg, WqeDataSeg, WqeEthSeg,
+    FlowDestinationType, FlowTableType, RqState, SendOpcode, SqState, TircDispType, WqeCtrlSeg,
+    WqeDataSeg, WqeEthSeg,
 };
 
 /// An L2 header: destination, source, IPv4 ethertype.
@@ -58,23 +59,18 @@ impl Eth {
         let (scq, rcq) = (n.cq(4, false), n.cq(4, false));
         let sq_ring = n.alloc(4096);
         let sq_dbr = n.alloc(64);
-        let mut buf = vec![0u8; 0x118];
-        let mut i = cmd::CreateSq::input(&mut buf[..], 0).unwrap();
-        let mut c = i.ctx_mut();
-        c.set_state(SqState::Rst);
-        c.set_cqn(scq.cqn);
-        c.set_flush_in_error_en(true);
-        c.set_tis_lst_sz(1);
-        c.set_tis_num_0(tisn);
-        let mut w = c.wq_mut();
-        w.set_wq_type(WqType::Cyclic);
-        w.set_log_wq_stride(6);
-        w.set_log_wq_sz(6);
-        w.set_pd(n.pd);
-        w.set_uar_page(n.uar);
-        // As mlx5e: the record's base; the send counter is its second dword.
-        w.set_dbr_addr(sq_dbr.iova);
-        buf.write_be64(0x110, sq_ring.iova);
+        let sq = Wq {
+            cqn: scq.cqn,
+            pd: n.pd,
+            // As mlx5e: the record's base; the send counter is its second dword.
+            dbr: sq_dbr.iova,
+            ring: sq_ring.iova,
+        };
+        let buf = sq.create_sq(n.uar, |c| {
+            c.set_flush_in_error_en(true);
+            c.set_tis_lst_sz(1);
+            c.set_tis_num_0(tisn);
+        });
         let sqn = id_at(&host.exec(&buf, 16).ok());
         host.run::<cmd::ModifySq>(0, 0, 0, |i| {
             i.set_sqn(sqn);
@@ -85,20 +81,13 @@ impl Eth {
 
         let rq_ring = n.alloc(4096);
         let rq_dbr = n.alloc(64);
-        let mut buf = vec![0u8; 0x118];
-        let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
-        let mut c = i.ctx_mut();
-        c.set_state(RqState::Rst);
-        c.set_mem_rq_type(RqMemType::MemoryRqInline);
-        c.set_cqn(rcq.cqn);
-        let mut w = c.wq_mut();
-        w.set_wq_type(WqType::Cyclic);
-        w.set_log_wq_stride(6);
-        w.set_log_wq_sz(6);
-        w.set_pd(n.pd);
-        w.set_dbr_addr(rq_dbr.iova);
-        buf.write_be64(0x110, rq_ring.iova);
-        let rqn = id_at(&host.exec(&buf, 16).ok());
+        let rq = Wq {
+            cqn: rcq.cqn,
+            pd: n.pd,
+            dbr: rq_dbr.iova,
+            ring: rq_ring.iova,
+        };
+        let rqn = id_at(&host.exec(&rq.create_rq(|_| {}), 16).ok());
         host.run::<cmd::ModifyRq>(0, 0, 0, |i| {
             i.set_rqn(rqn);
             i.set_rq_state(RqState::Rst);

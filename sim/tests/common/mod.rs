@@ -12,6 +12,7 @@ pub mod linux_flow;
 pub mod rc_wqe;
 pub mod rx;
 pub mod tx;
+pub mod wq;
 
 use mlx5_prm::rt::{Bytes, Command, View};
 use mlx5_prm::{cmd, CmdIfBox, CmdQueueEntry};

@@ -5,16 +5,17 @@
 
 use super::dp::{Cq, Node};
 use super::eth::id_at;
+use super::wq::{Wq, WQES};
 use mlx5_prm::cmd;
-use mlx5_prm::rt::{BytesMut, Command};
+use mlx5_prm::rt::BytesMut;
 use mlx5_prm::{
     Cqe64, CqeOpcode, DestFormatStruct, FlowDestinationType, FlowTableType, FteMatchSetLyr24,
-    RqMemType, RqState, Rqc, Tirc, TircDispType, TircRxHashFn, WqType, WqeDataSeg,
+    RqState, Rqc, Tirc, TircDispType, TircRxHashFn, WqeDataSeg,
 };
 use std::cell::Cell;
 
-/// Receive WQEs per RQ (each 64 bytes, one data segment).
-pub const RQ_SIZE: u16 = 64;
+/// Receive WQEs per RQ (each 64 bytes, one data segment), as [`Wq::create_rq`] makes them.
+pub const RQ_SIZE: u16 = WQES;
 /// Bytes of each receive buffer.
 pub const BUF: u64 = 2048;
 
@@ -295,21 +296,13 @@ fn rq(n: &Node, tweak: &impl Fn(&mut Rqc<&mut [u8]>)) -> RxQueue {
     let dbr = n.alloc(64);
     let bufs = n.alloc(RQ_SIZE as usize * BUF as usize);
     let key = n.mkey(n.pd, bufs.iova, u64::from(RQ_SIZE) * BUF, "lr,lw");
-    let mut buf = vec![0u8; 0x110 + 8 * (RQ_SIZE as usize * 64).div_ceil(4096)];
-    let mut i = cmd::CreateRq::input(&mut buf[..], 0).unwrap();
-    let mut c = i.ctx_mut();
-    c.set_state(RqState::Rst);
-    c.set_mem_rq_type(RqMemType::MemoryRqInline);
-    c.set_cqn(cq.cqn);
-    tweak(&mut c);
-    let mut w = c.wq_mut();
-    w.set_wq_type(WqType::Cyclic);
-    w.set_log_wq_stride(6);
-    w.set_log_wq_sz(RQ_SIZE.trailing_zeros() as u8);
-    w.set_pd(n.pd);
-    w.set_dbr_addr(dbr.iova);
-    buf.write_be64(0x110, ring.iova);
-    let rqn = id_at(&n.host.exec(&buf, 16).ok());
+    let wq = Wq {
+        cqn: cq.cqn,
+        pd: n.pd,
+        dbr: dbr.iova,
+        ring: ring.iova,
+    };
+    let rqn = id_at(&n.host.exec(&wq.create_rq(tweak), 16).ok());
     n.host
         .run::<cmd::ModifyRq>(0, 0, 0, |i| {
             i.set_rqn(rqn);
