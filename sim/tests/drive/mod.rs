@@ -18,16 +18,18 @@
 use mlx5_prm::rt::{Command, View};
 use mlx5_prm::{cmd, reg};
 use mlx5_prm::{
-    AccessRegisterIn, CmdIfBox, CmdQueueEntry, McamReg, MciaReg, MnvdaReg, MnvqcReg, MtppsReg,
-    MtppseReg, PaosReg, PcamReg, PddrReg, PfccReg, PmlpReg, PmtuReg, PpcntReg, PplmReg, PtysReg,
-    QcamReg,
+    AccessRegisterIn, CmdQueueEntry, McamReg, MciaReg, MnvdaReg, MnvqcReg, MtppsReg, MtppseReg,
+    PaosReg, PcamReg, PddrReg, PfccReg, PmlpReg, PmtuReg, PpcntReg, PplmReg, PtysReg, QcamReg,
 };
 use mlx5_sim::{Config, Device, DmaBacking, Timeouts};
 use std::sync::Arc;
 
+#[path = "../support/command.rs"]
+mod command;
 #[path = "../support/guest_ram.rs"]
 mod guest_ram;
 
+use command::CommandArea;
 use guest_ram::{GuestRam as Ram, RAM};
 
 /// Where guest RAM is mapped.
@@ -35,9 +37,12 @@ pub const BASE: u64 = 0x10_0000;
 /// The harness's own command queue and mailboxes in guest RAM (the program may overwrite them
 /// like any other memory).
 const CMDQ: u64 = BASE;
-const IN_BOXES: u64 = BASE + 0x1000;
-const OUT_BOXES: u64 = BASE + 0x5000;
-const BOXES: usize = 16;
+const AREA: CommandArea = CommandArea {
+    cmdq: CMDQ,
+    in_boxes: BASE + 0x1000,
+    out_boxes: BASE + 0x5000,
+    boxes: 16,
+};
 /// Pages the bring-up gives, from here.
 const PAGES: u64 = BASE + 0x1_0000;
 /// Most ops one program runs.
@@ -93,11 +98,6 @@ impl Cursor<'_> {
     }
 }
 
-/// XOR of all bytes (command signatures).
-fn xor(bytes: &[u8]) -> u8 {
-    bytes.iter().fold(0, |a, b| a ^ b)
-}
-
 // This thread's guest RAM, reused by every program the thread runs (cleared in between).
 thread_local! {
     static RAM_OF_THREAD: Ram = Ram::new();
@@ -148,50 +148,7 @@ impl<'r> Rig<'r> {
     pub fn command(&mut self, input: &[u8], out_len: usize) -> Option<(u8, u8)> {
         self.token = self.token.wrapping_add(1).max(1);
         let token = self.token;
-        let in_len = input.len().min(16 + BOXES * 512);
-        let out_len = out_len.min(16 + BOXES * 512);
-        let chain = |at: u64, payload: &[u8], n: usize| {
-            for i in 0..n {
-                let mut b = CmdIfBox::zeroed();
-                let chunk = payload.get(i * 512..).unwrap_or(&[]);
-                let k = chunk.len().min(512);
-                b.storage_mut()[..k].copy_from_slice(&chunk[..k]);
-                if i + 1 < n {
-                    let next = at + (i as u64 + 1) * 1024;
-                    b.set_next_pointer_63_32((next >> 32) as u32);
-                    b.set_next_pointer_31_10((next as u32) >> 10);
-                }
-                b.set_block_number(i as u32);
-                b.set_token(token);
-                // Signatures, which the model checks once a program enabled command
-                // checksums (SET_HCA_CAP cmdif_checksum): ignored otherwise.
-                let mut raw = *b.storage();
-                raw[0x23e] = 0xff ^ xor(&raw[0x200..0x23e]);
-                raw[0x23f] = 0xff ^ xor(&raw[..0x23f]);
-                self.write(at + i as u64 * 1024, &raw);
-            }
-        };
-        let rest = input.get(16..in_len).unwrap_or(&[]);
-        chain(IN_BOXES, rest, rest.len().div_ceil(512));
-        chain(OUT_BOXES, &[], out_len.saturating_sub(16).div_ceil(512));
-        let mut e = CmdQueueEntry::zeroed();
-        e.set_type_raw(7);
-        e.set_input_length(in_len as u32);
-        let mut inline = [0u8; 16];
-        let n = in_len.min(16);
-        inline[..n].copy_from_slice(&input[..n]);
-        e.set_command_input_inline_data(&inline);
-        e.set_input_mailbox_pointer_63_32((IN_BOXES >> 32) as u32);
-        e.set_input_mailbox_pointer_31_9((IN_BOXES as u32) >> 9);
-        e.set_output_mailbox_pointer_63_32((OUT_BOXES >> 32) as u32);
-        e.set_output_mailbox_pointer_31_9((OUT_BOXES as u32) >> 9);
-        e.set_output_length(out_len as u32);
-        e.set_token(token);
-        e.set_ownership(true);
-        let mut raw = *e.storage();
-        raw[0x3d] = 0;
-        raw[0x3d] = 0xff ^ xor(&raw);
-        self.write(CMDQ, &raw);
+        AREA.post(input, out_len, token, |at, b| self.write(at, b));
         self.dev.write32(0x18, 1);
         let mut back = [0u8; 64];
         self.dev.dma().read(CMDQ, &mut back).ok()?;
@@ -273,8 +230,8 @@ impl<'r> Rig<'r> {
                         continue;
                     }
                     let op_mod = u16::from(c.u8() % 4);
-                    let len = 16 + usize::from(c.u16()) % (BOXES * 512);
-                    let out_len = 16 + usize::from(c.u16()) % (BOXES * 512);
+                    let len = 16 + usize::from(c.u16()) % (AREA.max_len() - 16);
+                    let out_len = 16 + usize::from(c.u16()) % (AREA.max_len() - 16);
                     let mut input = c.bytes(len).to_vec();
                     input.resize(len, 0);
                     input[..2].copy_from_slice(&opcode.to_be_bytes());

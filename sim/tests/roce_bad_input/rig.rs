@@ -12,23 +12,30 @@
 #![allow(dead_code)]
 
 use mlx5_prm::rt::{Command, View};
-use mlx5_prm::{cmd, CmdIfBox, CmdQueueEntry};
+use mlx5_prm::{cmd, CmdQueueEntry};
 use mlx5_sim::{Config, Device, DmaBacking, Link, RcTransport};
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 
+#[path = "../support/command.rs"]
+mod command;
 #[path = "../support/guest_ram.rs"]
 mod guest_ram;
 
+use command::CommandArea;
 use guest_ram::GuestRam as Ram;
 pub use guest_ram::{is_canary, CANARY, RAM};
 
 /// Where guest RAM is mapped.
 pub const BASE: u64 = 0x10_0000;
 const CMDQ: u64 = BASE;
-const IN_BOXES: u64 = BASE + 0x1000;
 const OUT_BOXES: u64 = BASE + 0x3000;
-const BOXES: usize = 8;
+const AREA: CommandArea = CommandArea {
+    cmdq: CMDQ,
+    in_boxes: BASE + 0x1000,
+    out_boxes: OUT_BOXES,
+    boxes: 8,
+};
 /// Where the bump allocator starts.
 const HEAP: u64 = BASE + 0x8000;
 
@@ -147,42 +154,8 @@ impl Rig {
     pub fn exec(&self, input: &[u8], out_len: usize) -> Reply {
         let token = self.token.get().wrapping_add(1).max(1);
         self.token.set(token);
-        assert!(input.len() <= 16 + BOXES * 512 && out_len <= 16 + BOXES * 512);
-        let chain = |at: u64, payload: &[u8], n: usize| {
-            for i in 0..n {
-                let mut b = CmdIfBox::zeroed();
-                let chunk = payload.get(i * 512..).unwrap_or(&[]);
-                let k = chunk.len().min(512);
-                b.storage_mut()[..k].copy_from_slice(&chunk[..k]);
-                if i + 1 < n {
-                    let next = at + (i as u64 + 1) * 1024;
-                    b.set_next_pointer_63_32((next >> 32) as u32);
-                    b.set_next_pointer_31_10((next as u32) >> 10);
-                }
-                b.set_block_number(i as u32);
-                b.set_token(token);
-                self.write(at + i as u64 * 1024, b.storage());
-            }
-        };
-        let rest = input.get(16..).unwrap_or(&[]);
-        chain(IN_BOXES, rest, rest.len().div_ceil(512));
-        let out_boxes = out_len.saturating_sub(16).div_ceil(512);
-        chain(OUT_BOXES, &[], out_boxes);
-        let mut e = CmdQueueEntry::zeroed();
-        e.set_type_raw(7);
-        e.set_input_length(input.len() as u32);
-        let mut inline = [0u8; 16];
-        let n = input.len().min(16);
-        inline[..n].copy_from_slice(&input[..n]);
-        e.set_command_input_inline_data(&inline);
-        e.set_input_mailbox_pointer_63_32((IN_BOXES >> 32) as u32);
-        e.set_input_mailbox_pointer_31_9((IN_BOXES as u32) >> 9);
-        e.set_output_mailbox_pointer_63_32((OUT_BOXES >> 32) as u32);
-        e.set_output_mailbox_pointer_31_9((OUT_BOXES as u32) >> 9);
-        e.set_output_length(out_len as u32);
-        e.set_token(token);
-        e.set_ownership(true);
-        self.write(CMDQ, e.storage());
+        assert!(input.len() <= AREA.max_len() && out_len <= AREA.max_len());
+        AREA.post(input, out_len, token, |at, b| self.write(at, b));
         self.dev.write32(0x18, 1);
         let back = self.read(CMDQ, 64);
         let e = CmdQueueEntry::new_unchecked(&back[..]);
