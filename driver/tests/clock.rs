@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{frame, qp_config, to_rts, ALL, MAC_A};
+use common::{frame, qp_config, to_rts, MAC_A};
 use mlx5_driver::backend::sim::SimBackend;
 use mlx5_driver::clock::{
     scaled_ppm_to_ppb, Clock, CycleCounter, FreqAdjust, PinMode, PpsConfig, TimeAdjust,
@@ -14,8 +14,7 @@ use mlx5_driver::clock::{
 };
 use mlx5_driver::cq::Cq;
 use mlx5_driver::eth::{EthConfig, EthQueues, Pool};
-use mlx5_driver::mr::Region;
-use mlx5_driver::qp::{Qp, SendOp, SendRequest};
+use mlx5_driver::qp::Qp;
 use mlx5_driver::{Error, HcaConfig};
 use mlx5_prm::reg::{Mtpps, Mtutc};
 use mlx5_prm::{CmdStatus, PpsPinMode};
@@ -481,35 +480,10 @@ fn rc_completions_carry_timestamps_near_now() {
     let (qa, qb) = (a.qpn(), b.qpn());
     let (mut a, mut b) = (to_rts(a, qb), to_rts(b, qa));
     let before = clock.now();
-    b.post_recv(1, Region::register(&hca, 4096, ALL).unwrap())
-        .map_err(|(e, _)| e)
-        .unwrap();
-    a.post_send(SendRequest {
-        id: 2,
-        op: SendOp::Send,
-        region: Some(Region::register(&hca, 64, ALL).unwrap()),
-        len: Some(16),
-        signaled: true,
-        inline: None,
-    })
-    .map_err(|(e, _)| e)
-    .unwrap();
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while out.len() < 2 && Instant::now() < deadline {
-        cq.poll_timestamped(2 - out.len(), &mut out);
-    }
+    let stamps = common::send_stamped(&hca, &mut cq, (&mut a, &mut b), 1);
     let after = clock.now();
-    assert_eq!(out.len(), 2);
-    for (c, stamp) in out {
-        assert!(c.status.is_ok(), "{c:?}");
+    for stamp in stamps {
         let t = clock.cqe_time(stamp);
         assert!(before <= t && t <= after, "{before} <= {t} <= {after}");
-        let done = if c.qpn == qa {
-            a.complete(c)
-        } else {
-            b.complete(c)
-        };
-        done.unwrap();
     }
 }

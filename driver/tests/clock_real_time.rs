@@ -6,13 +6,12 @@
 
 mod common;
 
-use common::{frame, qp_config, to_rts, ALL, MAC_A};
+use common::{frame, qp_config, to_rts, MAC_A};
 use mlx5_driver::backend::sim::SimBackend;
 use mlx5_driver::clock::{real_time_to_ns, Clock, OfferedFormats, TimeAdjust, TimestampFormat};
 use mlx5_driver::cq::Cq;
 use mlx5_driver::eth::{EthConfig, EthQueues, Pool};
-use mlx5_driver::mr::Region;
-use mlx5_driver::qp::{Qp, SendOp, SendRequest};
+use mlx5_driver::qp::Qp;
 use mlx5_driver::{Error, Hca, HcaConfig};
 use mlx5_prm::{CmdStatus, HcaTsFormatCap};
 use mlx5_sim::{syndrome, Config, Mode};
@@ -177,37 +176,12 @@ fn rc_timestamps_are_the_utc_clock_and_follow_mtutc() {
         // A step beyond ADJUST_TIME's range is a new time on the UTC clock.
         assert_eq!(clock.adjust_time(5 * NS as i64).unwrap(), TimeAdjust::Step);
         let before = clock.now();
-        b.post_recv(k, Region::register(&hca, 4096, ALL).unwrap())
-            .map_err(|(e, _)| e)
-            .unwrap();
-        a.post_send(SendRequest {
-            id: 10 + k,
-            op: SendOp::Send,
-            region: Some(Region::register(&hca, 64, ALL).unwrap()),
-            len: Some(16),
-            signaled: true,
-            inline: None,
-        })
-        .map_err(|(e, _)| e)
-        .unwrap();
-        let mut out = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while out.len() < 2 && Instant::now() < deadline {
-            cq.poll_timestamped(2 - out.len(), &mut out);
-        }
+        let stamps = common::send_stamped(&hca, &mut cq, (&mut a, &mut b), k);
         let after = clock.now();
-        assert_eq!(out.len(), 2);
-        for (c, stamp) in out {
-            assert!(c.status.is_ok(), "{c:?}");
+        for stamp in stamps {
             let t = clock.cqe_time_in(a.ts_format(), stamp);
             assert!(before <= t && t <= after, "{before} <= {t} <= {after}");
             assert_eq!(t / NS, sec + 5);
-            let done = if c.qpn == qa {
-                a.complete(c)
-            } else {
-                b.complete(c)
-            };
-            done.unwrap();
         }
     }
 }

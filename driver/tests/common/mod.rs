@@ -1,11 +1,14 @@
 //! Shared by the driver's integration tests: bringing a device up, QP parameters and the
-//! walk of a QP to RTS, frames, and the command sequence of a bring-up.
+//! walk of a QP to RTS, a timestamped SEND between two QPs, frames, and the command sequence
+//! of a bring-up.
 
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
 use mlx5_driver::backend::sim::SimBackend;
-use mlx5_driver::mr::Access;
+use mlx5_driver::backend::Backend;
+use mlx5_driver::cq::Cq;
+use mlx5_driver::mr::{Access, Region};
 use mlx5_driver::qp::*;
 use mlx5_driver::{Hca, HcaConfig};
 use mlx5_prm::cmd::*;
@@ -13,6 +16,7 @@ use mlx5_prm::rt::Command;
 use mlx5_prm::{QpMtu, QpPmState};
 use mlx5_sim::{Config, Device, Mode};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 mod qp_params;
 pub use qp_params::params;
@@ -43,14 +47,49 @@ pub fn up_with(config: Config, hca: &HcaConfig) -> (Hca<SimBackend>, Arc<Device>
 }
 
 /// Takes a new QP through INIT and RTR to RTS, connected to QP `peer`.
-pub fn to_rts<'h, B: mlx5_driver::backend::Backend>(
-    qp: Qp<'h, B, Rst>,
-    peer: u32,
-) -> Qp<'h, B, Rts> {
+pub fn to_rts<'h, B: Backend>(qp: Qp<'h, B, Rst>, peer: u32) -> Qp<'h, B, Rts> {
     let (init, rtr, rts) = params(peer);
     let qp = qp.rst2init(init).map_err(|(e, _)| e).unwrap();
     let qp = qp.init2rtr(rtr).map_err(|(e, _)| e).unwrap();
     qp.rtr2rts(rts).map_err(|(e, _)| e).unwrap()
+}
+
+/// A SEND of 16 bytes from `a` to `b` (connected, both completing to `cq`), a receive posted
+/// on `b` first, both with `id`: the raw timestamps of the two completions (at most 2 s
+/// waited for them), each completion checked and handed to its QP.
+pub fn send_stamped<'h, B: Backend>(
+    hca: &'h Hca<B>,
+    cq: &mut Cq<'h, B>,
+    (a, b): (&mut Qp<'h, B, Rts>, &mut Qp<'h, B, Rts>),
+    id: u64,
+) -> Vec<u64> {
+    b.post_recv(id, Region::register(hca, 4096, ALL).unwrap())
+        .map_err(|(e, _)| e)
+        .unwrap();
+    a.post_send(SendRequest {
+        id,
+        op: SendOp::Send,
+        region: Some(Region::register(hca, 64, ALL).unwrap()),
+        len: Some(16),
+        signaled: true,
+        inline: None,
+    })
+    .map_err(|(e, _)| e)
+    .unwrap();
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while out.len() < 2 && Instant::now() < deadline {
+        cq.poll_timestamped(2 - out.len(), &mut out);
+    }
+    assert_eq!(out.len(), 2, "the send's and the receive's completions");
+    let mut stamps = Vec::new();
+    for (c, stamp) in out {
+        assert!(c.status.is_ok(), "{c:?}");
+        let qp = if c.qpn == a.qpn() { &mut *a } else { &mut *b };
+        qp.complete(c).unwrap();
+        stamps.push(stamp);
+    }
+    stamps
 }
 
 /// A QP geometry: `1 << log` WQEs each way, two scatter entries per receive.
